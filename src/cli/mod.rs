@@ -1,0 +1,1 @@
+//! Terminal front end (being written).

@@ -1,0 +1,16 @@
+//! hermes: a self-improving personal AI agent in one binary.
+//!
+//! The map is `DESIGN.md`; in short: `agent` runs the conversation loop, `llm` talks to model
+//! providers, `tools` holds what the model can call, `sessions` is state.db, `security` guards
+//! commands and paths, `cli` is the terminal front end.
+
+pub mod agent;
+pub mod cli;
+pub mod config;
+pub mod llm;
+pub mod security;
+pub mod sessions;
+pub mod tools;
+pub mod util;
+
+pub use agent::Agent;

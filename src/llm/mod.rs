@@ -1,0 +1,37 @@
+//! The LLM boundary: the `LlmClient` trait, our wire-neutral types, errors, provider resolution
+//! and retry policy. One implementation per wire protocol (`openai.rs` speaks chat completions).
+
+pub mod error;
+pub mod openai;
+pub mod provider;
+pub mod retry;
+pub mod types;
+
+use futures::stream::BoxStream;
+
+pub use error::{FailoverReason, LlmError};
+pub use provider::{Provider, WireApi};
+pub use types::{ChatRequest, LlmEvent, LlmResponse, Message, Role, ToolCall, ToolSchema, Usage};
+
+/// A stream of events for one model call; ends with `LlmEvent::Done` or an error.
+pub type LlmStream = BoxStream<'static, Result<LlmEvent, LlmError>>;
+
+/// One wire protocol. Implementations do not retry: the agent loop owns retry decisions
+/// (see `retry.rs`), because only it knows whether output was already shown to the user.
+#[async_trait::async_trait]
+pub trait LlmClient: Send + Sync {
+    /// Start a streaming call. Dropping the returned stream aborts the HTTP request.
+    async fn stream(&self, request: ChatRequest) -> Result<LlmStream, LlmError>;
+
+    /// The provider this client talks to (for logs, session rows and error messages).
+    fn provider(&self) -> &Provider;
+}
+
+/// Builds the client for a resolved provider.
+pub fn client_for(provider: &Provider) -> Result<std::sync::Arc<dyn LlmClient>, LlmError> {
+    match provider.wire_api {
+        WireApi::ChatCompletions => Ok(std::sync::Arc::new(openai::OpenAiClient::new(
+            provider.clone(),
+        )?)),
+    }
+}

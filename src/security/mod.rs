@@ -1,0 +1,5 @@
+//! Guards: dangerous-command approval, path traversal checks, secret redaction.
+
+pub mod approval;
+pub mod paths;
+pub mod redact;

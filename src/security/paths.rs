@@ -1,0 +1,1 @@
+//! Path traversal guards (being written).

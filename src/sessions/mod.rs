@@ -1,0 +1,8 @@
+//! state.db: the Python Hermes schema (v22), the session store, and full-text search.
+
+pub mod schema;
+pub mod search;
+pub mod store;
+
+pub use search::SearchHit;
+pub use store::{NewSession, SessionRow, SessionStore, StoreError, StoredMessage, new_session_id};

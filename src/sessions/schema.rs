@@ -1,0 +1,1 @@
+//! state.db schema (being written).

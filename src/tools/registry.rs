@@ -1,0 +1,400 @@
+//! The tool contract (`Tool`, `TypedTool`), self-registration through `inventory`, and dispatch:
+//! argument parsing, error results the model can read, and the result-size cap.
+//!
+//! A tool file defines a type implementing `TypedTool` and registers it with one line:
+//! `register_tool!(ReadFile);`. There is no central list to edit.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::llm::{ToolCall, ToolSchema};
+use crate::security::approval::{ApprovalGate, ApprovalPrompt};
+use crate::tools::todo::TodoList;
+
+/// Results longer than this many characters are spilled to a file and replaced by a preview.
+pub const MAX_RESULT_CHARS: usize = 100_000;
+const PREVIEW_CHARS: usize = 1_500;
+
+/// How a tool failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ToolError {
+    /// Goes back to the model as the tool result (bad arguments, file not found, command failed).
+    #[error("{0}")]
+    Respond(String),
+    /// Aborts the turn (the session stays usable).
+    #[error("{0}")]
+    Fatal(String),
+    /// The user interrupted the turn while the tool ran.
+    #[error("interrupted by the user")]
+    Cancelled,
+}
+
+/// Per-session state shared by tool calls (lives as long as the `Agent`).
+#[derive(Debug, Default)]
+pub struct SessionScratch {
+    pub todos: Mutex<TodoList>,
+}
+
+/// What a tool may use while it runs.
+#[derive(Clone)]
+pub struct ToolContext {
+    pub config: Arc<Config>,
+    /// Working directory for relative paths and commands.
+    pub cwd: PathBuf,
+    pub session_id: String,
+    /// The id of the call being executed (used to name spilled results).
+    pub call_id: String,
+    /// Cancelled when the user interrupts the turn; long-running tools must watch it.
+    pub cancel: CancellationToken,
+    pub approvals: Arc<ApprovalGate>,
+    /// Who to ask when a command needs approval (the REPL, a chat, or nobody in `-z`).
+    pub prompt: Arc<dyn ApprovalPrompt>,
+    pub scratch: Arc<SessionScratch>,
+}
+
+impl ToolContext {
+    /// Resolves a user/model-supplied path against the working directory.
+    pub fn resolve(&self, path: &str) -> PathBuf {
+        let expanded = expand_tilde(path);
+        if expanded.is_absolute() {
+            expanded
+        } else {
+            self.cwd.join(expanded)
+        }
+    }
+}
+
+fn expand_tilde(path: &str) -> PathBuf {
+    if path == "~" || path.starts_with("~/") {
+        if let Some(home) = std::env::var_os("HOME") {
+            return PathBuf::from(home).join(path.trim_start_matches('~').trim_start_matches('/'));
+        }
+    }
+    PathBuf::from(path)
+}
+
+/// The object-safe tool interface the registry works with. Implement `TypedTool` instead.
+#[async_trait::async_trait]
+pub trait Tool: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn toolset(&self) -> &'static str;
+    fn schema(&self) -> ToolSchema;
+    /// Safe to run concurrently with other read-only calls of the same response.
+    fn read_only(&self) -> bool;
+    /// `Err(reason)` when a requirement is missing; the tool is then not offered.
+    fn check_available(&self, config: &Config) -> Result<(), String>;
+    /// Runs the tool with the model's raw JSON arguments.
+    async fn call(&self, arguments: &str, ctx: &ToolContext) -> Result<String, ToolError>;
+}
+
+/// A tool with typed arguments; its JSON schema is generated from `Args`.
+pub trait TypedTool: Send + Sync + 'static {
+    type Args: DeserializeOwned + JsonSchema + Send;
+    const NAME: &'static str;
+    const TOOLSET: &'static str;
+    /// Short and precise: it is sent on every request.
+    const DESCRIPTION: &'static str;
+    const READ_ONLY: bool = false;
+
+    fn check_available(&self, _config: &Config) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn run(
+        &self,
+        args: Self::Args,
+        ctx: &ToolContext,
+    ) -> impl Future<Output = Result<String, ToolError>> + Send;
+}
+
+#[async_trait::async_trait]
+impl<T: TypedTool> Tool for T {
+    fn name(&self) -> &'static str {
+        T::NAME
+    }
+    fn toolset(&self) -> &'static str {
+        T::TOOLSET
+    }
+    fn schema(&self) -> ToolSchema {
+        ToolSchema {
+            name: T::NAME.to_string(),
+            description: T::DESCRIPTION.to_string(),
+            parameters: schema_for::<T::Args>(),
+        }
+    }
+    fn read_only(&self) -> bool {
+        T::READ_ONLY
+    }
+    fn check_available(&self, config: &Config) -> Result<(), String> {
+        TypedTool::check_available(self, config)
+    }
+    async fn call(&self, arguments: &str, ctx: &ToolContext) -> Result<String, ToolError> {
+        let args = parse_arguments::<T::Args>(T::NAME, arguments)?;
+        self.run(args, ctx).await
+    }
+}
+
+/// Parses model-produced argument text. An empty string means "no arguments" (`{}`).
+pub fn parse_arguments<A: DeserializeOwned>(tool: &str, arguments: &str) -> Result<A, ToolError> {
+    let text = if arguments.trim().is_empty() {
+        "{}"
+    } else {
+        arguments
+    };
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        ToolError::Respond(format!(
+            "the arguments for {tool} are not valid JSON ({e}); send one JSON object matching the tool's schema"
+        ))
+    })?;
+    serde_path_to_error::deserialize::<_, A>(value).map_err(|e| {
+        let path = e.path().to_string();
+        let at = if path == "." {
+            String::new()
+        } else {
+            format!(" at `{path}`")
+        };
+        ToolError::Respond(format!(
+            "invalid arguments for {tool}{at}: {}",
+            e.into_inner()
+        ))
+    })
+}
+
+/// JSON schema for an argument type, compacted: every byte is paid on every request.
+pub fn schema_for<A: JsonSchema>() -> Value {
+    let generator = schemars::generate::SchemaSettings::draft07()
+        .with(|s| {
+            s.inline_subschemas = true;
+            s.meta_schema = None;
+        })
+        .into_generator();
+    let mut value = generator.into_root_schema_for::<A>().to_value();
+    compact_schema(&mut value);
+    value
+}
+
+fn compact_schema(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.remove("$schema");
+            map.remove("title");
+            map.remove("format");
+            if map.get("default").is_some_and(Value::is_null) {
+                map.remove("default");
+            }
+            // `Option<T>` becomes `["T", "null"]`; optional is already expressed by `required`.
+            if let Some(Value::Array(types)) = map.get("type") {
+                let non_null: Vec<Value> = types
+                    .iter()
+                    .filter(|t| t.as_str() != Some("null"))
+                    .cloned()
+                    .collect();
+                if non_null.len() == 1 {
+                    map.insert("type".into(), non_null[0].clone());
+                }
+            }
+            if map.get("minimum").and_then(Value::as_f64) == Some(0.0) {
+                map.remove("minimum");
+            }
+            for v in map.values_mut() {
+                compact_schema(v);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(compact_schema),
+        _ => {}
+    }
+}
+
+/// One registered tool factory; collected from every tool file by `inventory`.
+pub struct ToolRegistration {
+    pub factory: fn() -> Arc<dyn Tool>,
+}
+
+inventory::collect!(ToolRegistration);
+
+/// Registers a tool value (a unit struct or a const expression) with the registry.
+#[macro_export]
+macro_rules! register_tool {
+    ($tool:expr) => {
+        inventory::submit! {
+            $crate::tools::registry::ToolRegistration {
+                factory: || std::sync::Arc::new($tool),
+            }
+        }
+    };
+}
+
+/// The outcome of one dispatched call, always something the model can read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    pub content: String,
+    pub is_error: bool,
+    /// Set when the tool asked to abort the turn.
+    pub fatal: bool,
+}
+
+/// All tools offered in a session (after toolset selection and availability checks).
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: BTreeMap<&'static str, Arc<dyn Tool>>,
+}
+
+impl ToolRegistry {
+    /// Every tool linked into the binary.
+    pub fn discover() -> Self {
+        let mut tools = BTreeMap::new();
+        for reg in inventory::iter::<ToolRegistration> {
+            let tool = (reg.factory)();
+            tools.insert(tool.name(), tool);
+        }
+        ToolRegistry { tools }
+    }
+
+    /// The tools of the enabled toolsets whose requirements are met.
+    pub fn for_config(config: &Config, toolsets: &[String]) -> Result<Self, ToolsetError> {
+        let wanted = crate::tools::toolsets::resolve(toolsets, &config.custom_toolsets)?;
+        let all = Self::discover();
+        let mut tools = BTreeMap::new();
+        for (name, tool) in all.tools {
+            if !wanted.contains(name) {
+                continue;
+            }
+            match tool.check_available(config) {
+                Ok(()) => {
+                    tools.insert(name, tool);
+                }
+                Err(reason) => tracing::info!(tool = name, %reason, "tool not offered"),
+            }
+        }
+        Ok(ToolRegistry { tools })
+    }
+
+    pub fn names(&self) -> Vec<&'static str> {
+        self.tools.keys().copied().collect()
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.get(name)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// Schemas in a stable (sorted) order, so the request prefix stays byte-identical.
+    pub fn schemas(&self) -> Vec<ToolSchema> {
+        self.tools.values().map(|t| t.schema()).collect()
+    }
+
+    /// True when every call names a known read-only tool (then they may run concurrently).
+    pub fn all_read_only(&self, calls: &[ToolCall]) -> bool {
+        calls
+            .iter()
+            .all(|c| self.tools.get(c.name.as_str()).is_some_and(|t| t.read_only()))
+    }
+
+    /// Runs one call. Never panics and never fails: every problem becomes a readable result.
+    pub async fn dispatch(&self, call: &ToolCall, ctx: &ToolContext) -> ToolOutput {
+        let Some(tool) = self.tools.get(call.name.as_str()) else {
+            return ToolOutput {
+                content: error_json(&format!(
+                    "unknown tool `{}`; available tools: {}",
+                    call.name,
+                    self.names().join(", ")
+                )),
+                is_error: true,
+                fatal: false,
+            };
+        };
+        let mut ctx = ctx.clone();
+        ctx.call_id = call.id.clone();
+        let result = tokio::select! {
+            r = tool.call(&call.arguments, &ctx) => r,
+            _ = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
+        };
+        match result {
+            Ok(text) => ToolOutput {
+                content: cap_result(text, &ctx),
+                is_error: false,
+                fatal: false,
+            },
+            Err(ToolError::Respond(msg)) => ToolOutput {
+                content: error_json(&msg),
+                is_error: true,
+                fatal: false,
+            },
+            Err(ToolError::Fatal(msg)) => ToolOutput {
+                content: error_json(&msg),
+                is_error: true,
+                fatal: true,
+            },
+            Err(ToolError::Cancelled) => ToolOutput {
+                content: error_json("interrupted by the user before the tool finished"),
+                is_error: true,
+                fatal: false,
+            },
+        }
+    }
+}
+
+/// `{"error": "..."}`, the shape Python Hermes tools use for failures.
+pub fn error_json(message: &str) -> String {
+    serde_json::json!({ "error": message }).to_string()
+}
+
+/// Spills a too-large result to `$HERMES_HOME/cache/tool-results/` and returns a preview + path.
+fn cap_result(text: String, ctx: &ToolContext) -> String {
+    let chars = text.chars().count();
+    if chars <= MAX_RESULT_CHARS {
+        return text;
+    }
+    let dir = ctx.config.home.tool_results_dir();
+    let safe_id: String = ctx
+        .call_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    let safe_id = if safe_id.is_empty() {
+        format!("result-{}", rand::random::<u32>())
+    } else {
+        safe_id
+    };
+    let path = dir.join(format!("{safe_id}.txt"));
+    let preview = crate::util::truncate_chars(&text, PREVIEW_CHARS);
+    let saved = std::fs::create_dir_all(&dir)
+        .and_then(|()| crate::util::atomic_write(&path, text.as_bytes()));
+    match saved {
+        Ok(()) => format!(
+            "<persisted-output>\nThe result was {chars} characters, too large to include. It was saved to {}.\nRead it with read_file (offset/limit) or search it with search_files.\n\nFirst {PREVIEW_CHARS} characters:\n{preview}\n</persisted-output>",
+            path.display()
+        ),
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "cannot spill tool result");
+            let head = crate::util::truncate_chars(&text, MAX_RESULT_CHARS);
+            format!("{head}\n[truncated: the result had {chars} characters and could not be saved: {e}]")
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ToolsetError {
+    #[error("unknown toolset `{0}`; known toolsets: {1}")]
+    Unknown(String, String),
+    #[error("toolsets include each other in a cycle: {0}; fix `custom_toolsets` in config.yaml")]
+    Cycle(String),
+}
