@@ -1,6 +1,646 @@
-//! The conversation loop (being written).
+//! `Agent`: THE conversation loop. It persists, calls the model, dispatches tools and reports
+//! what happens as `AgentEvent`s; it does not contain the client, the registry or the store.
+//!
+//! One turn: persist the user message → loop { budget → model call (with retries) → persist the
+//! assistant message → run its tool calls → persist each result } → final answer. When the budget
+//! is spent, one tool-less call asks for a summary. Cancellation aborts the in-flight request or
+//! tools, records what happened, and leaves every tool call answered so the session resumes.
 
 pub mod budget;
 pub mod events;
+pub mod prompt;
 
-pub struct Agent;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
+pub use budget::IterationBudget;
+pub use events::AgentEvent;
+
+use crate::config::Config;
+use crate::llm::retry::RetryPolicy;
+use crate::llm::{
+    ChatRequest, LlmClient, LlmError, LlmEvent, LlmResponse, Message, Role, ToolCall, ToolSchema,
+    Usage,
+};
+use crate::security::approval::{
+    ApprovalChoice, ApprovalGate, ApprovalPrompt, ApprovalRequest, NoPrompt,
+};
+use crate::sessions::{NewSession, SessionRow, SessionStore, StoreError};
+use crate::tools::registry::ToolsetError;
+use crate::tools::{SessionScratch, ToolContext, ToolOutput, ToolRegistry};
+
+/// Sent (not persisted) when the iteration budget is spent, asking for a final summary.
+const BUDGET_SUMMARY_REQUEST: &str = "[The tool-call budget for this turn is used up. Do not call any more tools. Reply now with a summary of what you found and did, and what is still left to do.]";
+/// Appended to a partial answer that the user interrupted.
+const INTERRUPTED_NOTE: &str = "[interrupted by the user]";
+
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The model call failed and retries (if any) are exhausted.
+    #[error("{0}")]
+    Llm(#[from] LlmError),
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Toolset(#[from] ToolsetError),
+    #[error("{0}")]
+    Prompt(#[from] prompt::PromptError),
+    /// A tool asked to abort the turn.
+    #[error("the turn was stopped by the {tool} tool: {message}")]
+    ToolFatal { tool: String, message: String },
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// Shared stores and configuration; one per process, shared by every agent (and child agents).
+pub struct Services {
+    pub config: Arc<Config>,
+    pub store: Arc<SessionStore>,
+}
+
+/// How an agent is set up by its front end.
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    /// `sessions.source` (`cli`, `telegram`, `subagent`, ...).
+    pub source: String,
+    pub cwd: PathBuf,
+    pub toolsets: Vec<String>,
+    /// Iteration budget per turn (90 for a parent).
+    pub max_iterations: u32,
+    pub yolo: bool,
+    /// Whether someone can answer approval questions (false for `-z`, cron).
+    pub interactive: bool,
+}
+
+/// Why a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnExit {
+    Completed,
+    /// The budget ran out and the answer is the model's summary.
+    BudgetExhausted,
+    Interrupted,
+}
+
+/// The result of one turn.
+#[derive(Debug, Clone)]
+pub struct TurnOutcome {
+    pub text: String,
+    pub exit: TurnExit,
+    pub api_calls: u32,
+    pub usage: Usage,
+}
+
+/// One conversation (session) with its frozen prompt, history and per-session state.
+pub struct Agent {
+    services: Arc<Services>,
+    client: Arc<dyn LlmClient>,
+    session_id: String,
+    system_prompt: String,
+    history: Vec<Message>,
+    tools: ToolRegistry,
+    tool_schemas: Vec<ToolSchema>,
+    approvals: Arc<ApprovalGate>,
+    scratch: Arc<SessionScratch>,
+    retry: RetryPolicy,
+    options: AgentOptions,
+    session_usage: Usage,
+}
+
+/// A model call that did not produce a response.
+enum CallFailure {
+    Cancelled { partial_text: String },
+    Failed(LlmError),
+}
+
+impl Agent {
+    /// Starts a new session: builds and stores the frozen system prompt.
+    pub async fn start(
+        services: Arc<Services>,
+        client: Arc<dyn LlmClient>,
+        options: AgentOptions,
+    ) -> Result<Self, AgentError> {
+        let tools = ToolRegistry::for_config(&services.config, &options.toolsets)?;
+        let inputs = prompt::PromptInputs::current(&options.cwd, !tools.is_empty());
+        let system_prompt = prompt::build_system_prompt(&services.config, &inputs)?;
+        let provider = client.provider().clone();
+        let new = NewSession {
+            id: crate::sessions::new_session_id(),
+            source: options.source.clone(),
+            model: Some(provider.model.clone()),
+            model_config: None,
+            billing_provider: Some(provider.name.clone()),
+            billing_base_url: Some(provider.base_url.clone()),
+            cwd: Some(options.cwd.display().to_string()),
+            parent_session_id: None,
+            system_prompt: Some(system_prompt.clone()),
+        };
+        let session_id = new.id.clone();
+        db(&services.store, move |s| s.create_session(&new)).await?;
+        Ok(Self::assemble(
+            services,
+            client,
+            options,
+            tools,
+            session_id,
+            system_prompt,
+            Vec::new(),
+        ))
+    }
+
+    /// Resumes a stored session: the stored system prompt is reused byte for byte.
+    pub async fn resume(
+        services: Arc<Services>,
+        client: Arc<dyn LlmClient>,
+        session: SessionRow,
+        options: AgentOptions,
+    ) -> Result<Self, AgentError> {
+        let tools = ToolRegistry::for_config(&services.config, &options.toolsets)?;
+        let id = session.id.clone();
+        let stored = db(&services.store, move |s| s.messages(&id)).await?;
+        let history: Vec<Message> = stored.into_iter().map(|m| m.message).collect();
+        let system_prompt = match session.system_prompt.filter(|p| !p.is_empty()) {
+            Some(p) => p,
+            None => {
+                // A session row without a prompt (e.g. written by a crash before the prompt was
+                // stored): build one now and freeze it from here on.
+                let inputs = prompt::PromptInputs::current(&options.cwd, !tools.is_empty());
+                let p = prompt::build_system_prompt(&services.config, &inputs)?;
+                let (id, text) = (session.id.clone(), p.clone());
+                db(&services.store, move |s| s.set_system_prompt(&id, &text)).await?;
+                p
+            }
+        };
+        let id = session.id.clone();
+        db(&services.store, move |s| s.reopen_session(&id)).await?;
+        Ok(Self::assemble(
+            services,
+            client,
+            options,
+            tools,
+            session.id,
+            system_prompt,
+            history,
+        ))
+    }
+
+    fn assemble(
+        services: Arc<Services>,
+        client: Arc<dyn LlmClient>,
+        options: AgentOptions,
+        tools: ToolRegistry,
+        session_id: String,
+        system_prompt: String,
+        history: Vec<Message>,
+    ) -> Self {
+        let config = &services.config;
+        let approvals = Arc::new(ApprovalGate::new(
+            config.approvals.mode,
+            options.yolo,
+            config.command_allowlist.clone(),
+            config.approvals.deny.clone(),
+            config.home.config_path(),
+            Duration::from_secs(config.approvals.timeout),
+        ));
+        let retry = RetryPolicy::from_config(config);
+        let tool_schemas = tools.schemas();
+        Agent {
+            services,
+            client,
+            session_id,
+            system_prompt,
+            history,
+            tools,
+            tool_schemas,
+            approvals,
+            scratch: Arc::new(SessionScratch::default()),
+            retry,
+            options,
+            session_usage: Usage::default(),
+        }
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+    pub fn system_prompt(&self) -> &str {
+        &self.system_prompt
+    }
+    pub fn history(&self) -> &[Message] {
+        &self.history
+    }
+    pub fn client(&self) -> Arc<dyn LlmClient> {
+        self.client.clone()
+    }
+    pub fn model(&self) -> &str {
+        &self.client.provider().model
+    }
+    pub fn tool_names(&self) -> Vec<&'static str> {
+        self.tools.names()
+    }
+    /// Token totals of this process's turns in the session.
+    pub fn session_usage(&self) -> Usage {
+        self.session_usage
+    }
+    pub fn approvals(&self) -> &ApprovalGate {
+        &self.approvals
+    }
+
+    /// Switches the model/provider for later turns (the system prompt stays frozen).
+    pub async fn set_client(&mut self, client: Arc<dyn LlmClient>) -> Result<(), AgentError> {
+        let (id, model) = (self.session_id.clone(), client.provider().model.clone());
+        db(&self.services.store, move |s| s.set_model(&id, &model)).await?;
+        self.client = client;
+        Ok(())
+    }
+
+    /// The text of the last user message, if any (for `/retry`).
+    pub fn last_user_text(&self) -> Option<String> {
+        self.history
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::User)
+            .and_then(|m| m.content.clone())
+    }
+
+    /// Hides the last user turn and everything after it (`/undo`); returns messages hidden.
+    pub async fn undo(&mut self) -> Result<usize, AgentError> {
+        let id = self.session_id.clone();
+        let hidden = db(&self.services.store, move |s| s.rewind_last_user_turn(&id)).await?;
+        let id = self.session_id.clone();
+        let stored = db(&self.services.store, move |s| s.messages(&id)).await?;
+        self.history = stored.into_iter().map(|m| m.message).collect();
+        Ok(hidden)
+    }
+
+    /// Marks the session ended (it can still be resumed).
+    pub async fn end(&self, reason: &str) -> Result<(), AgentError> {
+        let (id, reason) = (self.session_id.clone(), reason.to_string());
+        db(&self.services.store, move |s| s.end_session(&id, &reason)).await?;
+        Ok(())
+    }
+
+    /// Runs one user turn to its end. Events go to `events`; `cancel` interrupts.
+    pub async fn run_turn(
+        &mut self,
+        user_text: &str,
+        events: &UnboundedSender<AgentEvent>,
+        cancel: &CancellationToken,
+    ) -> Result<TurnOutcome, AgentError> {
+        // 1. The user's message is durable before anything else can fail.
+        self.persist(Message::user(user_text)).await?;
+
+        let budget = IterationBudget::new(self.options.max_iterations);
+        let mut turn = TurnOutcome {
+            text: String::new(),
+            exit: TurnExit::Completed,
+            api_calls: 0,
+            usage: Usage::default(),
+        };
+        let prompt: Arc<dyn ApprovalPrompt> = if self.options.interactive {
+            Arc::new(EventPrompt {
+                events: events.clone(),
+            })
+        } else {
+            Arc::new(NoPrompt)
+        };
+
+        while budget.consume() {
+            let response = match self.call_model(true, None, events, cancel, &mut turn).await {
+                Ok(r) => r,
+                Err(CallFailure::Cancelled { partial_text }) => {
+                    return self.finish_interrupted(partial_text, turn).await;
+                }
+                Err(CallFailure::Failed(e)) => return Err(e.into()),
+            };
+            let calls = response.message.tool_calls.clone();
+            let text = response.message.content.clone().unwrap_or_default();
+            self.persist(response.message).await?;
+            if calls.is_empty() {
+                turn.text = text;
+                return Ok(turn);
+            }
+            let outputs = self.run_tools(&calls, events, cancel, &prompt).await;
+            for (call, output) in calls.iter().zip(&outputs) {
+                self.persist(Message::tool_result(call, output.content.clone()))
+                    .await?;
+            }
+            if cancel.is_cancelled() {
+                turn.exit = TurnExit::Interrupted;
+                turn.text = text;
+                return Ok(turn);
+            }
+            if let Some((call, output)) = calls.iter().zip(&outputs).find(|(_, o)| o.fatal) {
+                return Err(AgentError::ToolFatal {
+                    tool: call.name.clone(),
+                    message: output.content.clone(),
+                });
+            }
+        }
+
+        // The budget is spent: one last call without tools, asking for a summary.
+        let _ = events.send(AgentEvent::BudgetExhausted {
+            used: budget.used(),
+        });
+        let ask = Message::user(BUDGET_SUMMARY_REQUEST);
+        match self
+            .call_model(false, Some(ask), events, cancel, &mut turn)
+            .await
+        {
+            Ok(mut response) => {
+                // Tools were not offered; anything that still looks like a call is dropped.
+                response.message.tool_calls.clear();
+                turn.text = response.message.content.clone().unwrap_or_default();
+                self.persist(response.message).await?;
+                turn.exit = TurnExit::BudgetExhausted;
+                Ok(turn)
+            }
+            Err(CallFailure::Cancelled { partial_text }) => {
+                self.finish_interrupted(partial_text, turn).await
+            }
+            Err(CallFailure::Failed(e)) => Err(e.into()),
+        }
+    }
+
+    async fn finish_interrupted(
+        &mut self,
+        partial_text: String,
+        mut turn: TurnOutcome,
+    ) -> Result<TurnOutcome, AgentError> {
+        if !partial_text.is_empty() {
+            let mut msg = Message::assistant(
+                Some(format!("{partial_text}\n{INTERRUPTED_NOTE}")),
+                Vec::new(),
+            );
+            msg.finish_reason = Some("interrupted".into());
+            self.persist(msg).await?;
+        }
+        turn.text = partial_text;
+        turn.exit = TurnExit::Interrupted;
+        Ok(turn)
+    }
+
+    /// One model call with retries. `extra` is appended to the request only (not persisted).
+    async fn call_model(
+        &mut self,
+        with_tools: bool,
+        extra: Option<Message>,
+        events: &UnboundedSender<AgentEvent>,
+        cancel: &CancellationToken,
+        turn: &mut TurnOutcome,
+    ) -> Result<LlmResponse, CallFailure> {
+        let mut messages = self.history.clone();
+        messages.extend(extra);
+        let request = ChatRequest {
+            model: self.client.provider().model.clone(),
+            system: self.system_prompt.clone(),
+            messages,
+            tools: if with_tools {
+                self.tool_schemas.clone()
+            } else {
+                Vec::new()
+            },
+            max_tokens: None,
+            temperature: None,
+        };
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            turn.api_calls += 1;
+            match stream_once(self.client.as_ref(), request.clone(), events, cancel).await {
+                Ok(response) => {
+                    self.record_usage(&response.usage, turn, events).await;
+                    return Ok(response);
+                }
+                Err(CallFailure::Failed(err)) => {
+                    let Some(delay) = self.retry.next_delay(&err, attempt) else {
+                        tracing::warn!(reason = %err.reason, attempt, "model call failed: giving up");
+                        return Err(CallFailure::Failed(err));
+                    };
+                    tracing::info!(reason = %err.reason, attempt, ?delay, "model call failed: retrying");
+                    let _ = events.send(AgentEvent::Retrying {
+                        reason: err.reason,
+                        attempt,
+                        delay,
+                        discarded_partial: err.partial,
+                        message: err.to_string(),
+                    });
+                    tokio::select! {
+                        _ = tokio::time::sleep(delay) => {}
+                        _ = cancel.cancelled() => {
+                            return Err(CallFailure::Cancelled { partial_text: String::new() });
+                        }
+                    }
+                }
+                Err(cancelled) => return Err(cancelled),
+            }
+        }
+    }
+
+    async fn record_usage(
+        &mut self,
+        usage: &Usage,
+        turn: &mut TurnOutcome,
+        events: &UnboundedSender<AgentEvent>,
+    ) {
+        turn.usage.add(usage);
+        self.session_usage.add(usage);
+        let _ = events.send(AgentEvent::Usage(*usage));
+        let (id, usage) = (self.session_id.clone(), *usage);
+        // Token accounting must never fail a turn that already has its answer.
+        if let Err(e) = db(&self.services.store, move |s| s.add_usage(&id, &usage, 1)).await {
+            tracing::warn!(error = %e, "cannot record token usage");
+        }
+    }
+
+    /// Runs the calls of one response: concurrently when all are read-only, else in order.
+    /// Results come back in call order, one per call, even when interrupted.
+    async fn run_tools(
+        &self,
+        calls: &[ToolCall],
+        events: &UnboundedSender<AgentEvent>,
+        cancel: &CancellationToken,
+        prompt: &Arc<dyn ApprovalPrompt>,
+    ) -> Vec<ToolOutput> {
+        let ctx = ToolContext {
+            config: self.services.config.clone(),
+            cwd: self.options.cwd.clone(),
+            session_id: self.session_id.clone(),
+            call_id: String::new(),
+            cancel: cancel.child_token(),
+            approvals: self.approvals.clone(),
+            prompt: prompt.clone(),
+            scratch: self.scratch.clone(),
+        };
+        let run_one = |call: &ToolCall| {
+            let ctx = ctx.clone();
+            let call = call.clone();
+            async move {
+                let _ = events.send(AgentEvent::ToolStart {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    summary: summarize_args(&call.arguments),
+                });
+                let started = Instant::now();
+                let output = if ctx.cancel.is_cancelled() {
+                    interrupted_output()
+                } else {
+                    self.tools.dispatch(&call, &ctx).await
+                };
+                let _ = events.send(AgentEvent::ToolEnd {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    duration: started.elapsed(),
+                    is_error: output.is_error,
+                });
+                output
+            }
+        };
+        if calls.len() > 1 && self.tools.all_read_only(calls) {
+            futures::future::join_all(calls.iter().map(run_one)).await
+        } else {
+            let mut outputs = Vec::with_capacity(calls.len());
+            for call in calls {
+                outputs.push(run_one(call).await);
+            }
+            outputs
+        }
+    }
+
+    /// Appends to state.db first, then to the in-memory history.
+    async fn persist(&mut self, message: Message) -> Result<(), AgentError> {
+        let (id, msg) = (self.session_id.clone(), message.clone());
+        db(&self.services.store, move |s| s.append_message(&id, &msg)).await?;
+        self.history.push(message);
+        Ok(())
+    }
+}
+
+/// Streams one model call, forwarding deltas as events.
+async fn stream_once(
+    client: &dyn LlmClient,
+    request: ChatRequest,
+    events: &UnboundedSender<AgentEvent>,
+    cancel: &CancellationToken,
+) -> Result<LlmResponse, CallFailure> {
+    use futures::StreamExt;
+    let mut stream = tokio::select! {
+        s = client.stream(request) => s.map_err(CallFailure::Failed)?,
+        _ = cancel.cancelled() => return Err(CallFailure::Cancelled { partial_text: String::new() }),
+    };
+    let mut partial_text = String::new();
+    loop {
+        let item = tokio::select! {
+            item = stream.next() => item,
+            // Dropping the stream (on return) aborts the HTTP request.
+            _ = cancel.cancelled() => return Err(CallFailure::Cancelled { partial_text }),
+        };
+        match item {
+            Some(Ok(LlmEvent::TextDelta(t))) => {
+                partial_text.push_str(&t);
+                let _ = events.send(AgentEvent::TextDelta(t));
+            }
+            Some(Ok(LlmEvent::ReasoningDelta(t))) => {
+                let _ = events.send(AgentEvent::ReasoningDelta(t));
+            }
+            Some(Ok(LlmEvent::ToolCallStart { .. })) => {}
+            Some(Ok(LlmEvent::Done(response))) => return Ok(response),
+            Some(Err(mut e)) => {
+                e.partial |= !partial_text.is_empty();
+                return Err(CallFailure::Failed(e));
+            }
+            None => {
+                let mut e = LlmError::new(
+                    crate::llm::FailoverReason::ServerError,
+                    "the response stream ended without a final message",
+                );
+                e.partial = !partial_text.is_empty();
+                return Err(CallFailure::Failed(e));
+            }
+        }
+    }
+}
+
+fn interrupted_output() -> ToolOutput {
+    ToolOutput {
+        content: crate::tools::registry::error_json(
+            "not run: the user interrupted the turn before this call started",
+        ),
+        is_error: true,
+        fatal: false,
+    }
+}
+
+/// A short, single-line description of a call's arguments for progress lines.
+fn summarize_args(arguments: &str) -> String {
+    let value: serde_json::Value = match serde_json::from_str(arguments) {
+        Ok(v) => v,
+        Err(_) => return String::new(),
+    };
+    let pick = ["command", "path", "pattern", "query", "name"]
+        .iter()
+        .find_map(|k| value.get(*k).and_then(|v| v.as_str()).map(str::to_string));
+    let text = pick.unwrap_or_else(|| {
+        let s = value.to_string();
+        if s == "{}" { String::new() } else { s }
+    });
+    let line = text.lines().next().unwrap_or("").to_string();
+    let cut = crate::util::truncate_chars(&line, 80);
+    if cut.len() < text.len() {
+        format!("{cut}…")
+    } else {
+        cut.to_string()
+    }
+}
+
+/// Runs a blocking store call off the async runtime.
+async fn db<T, F>(store: &Arc<SessionStore>, f: F) -> Result<T, AgentError>
+where
+    T: Send + 'static,
+    F: FnOnce(&SessionStore) -> Result<T, StoreError> + Send + 'static,
+{
+    let store = store.clone();
+    tokio::task::spawn_blocking(move || f(&store))
+        .await
+        .map_err(|e| AgentError::Internal(format!("state.db task failed: {e}")))?
+        .map_err(AgentError::from)
+}
+
+/// Asks the front end through an `ApprovalNeeded` event and waits for its answer.
+struct EventPrompt {
+    events: UnboundedSender<AgentEvent>,
+}
+
+#[async_trait::async_trait]
+impl ApprovalPrompt for EventPrompt {
+    async fn ask(&self, request: &ApprovalRequest) -> ApprovalChoice {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let sent = self.events.send(AgentEvent::ApprovalNeeded {
+            request: request.clone(),
+            respond: tx,
+        });
+        if sent.is_err() {
+            return ApprovalChoice::Deny;
+        }
+        // A front end that goes away without answering has denied.
+        rx.await.unwrap_or(ApprovalChoice::Deny)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argument_summaries_are_short() {
+        assert_eq!(summarize_args(r#"{"path":"a.txt"}"#), "a.txt");
+        assert_eq!(summarize_args(r#"{"command":"ls\nrm x"}"#), "ls");
+        assert_eq!(summarize_args("not json"), "");
+        assert_eq!(summarize_args("{}"), "");
+        let long = format!(r#"{{"command":"{}"}}"#, "x".repeat(200));
+        assert!(summarize_args(&long).chars().count() <= 81);
+    }
+}

@@ -1,1 +1,92 @@
-//! Terminal front end (being written).
+//! Terminal front end: argument parsing, the REPL, one-shot mode and the `sessions` commands.
+//! It talks to the agent only through `Agent`'s API and the `AgentEvent` stream.
+
+pub mod args;
+pub mod oneshot;
+pub mod render;
+pub mod repl;
+pub mod sessions_cmd;
+pub mod setup;
+pub mod slash;
+
+use std::sync::Arc;
+
+use crate::agent::{AgentError, Services};
+use crate::config::ConfigError;
+use crate::llm::provider::ProviderError;
+use crate::llm::LlmError;
+use crate::sessions::StoreError;
+
+pub use args::Cli;
+
+/// Everything that can end a CLI invocation with an error message.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error("{0}")]
+    Config(#[from] ConfigError),
+    #[error("{0}")]
+    Provider(#[from] ProviderError),
+    #[error("{0}")]
+    Llm(#[from] LlmError),
+    #[error("{0}")]
+    Agent(#[from] AgentError),
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Setup(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Process exit codes.
+pub mod exit {
+    pub const OK: u8 = 0;
+    pub const FAILURE: u8 = 1;
+    /// The user interrupted (as a shell reports SIGINT).
+    pub const INTERRUPTED: u8 = 130;
+}
+
+/// Runs the parsed command line; returns the process exit code.
+pub fn run(cli: Cli) -> Result<u8, CliError> {
+    let config = setup::load_config()?;
+    setup::init_logging(&config.home);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    match cli.command {
+        Some(args::Command::Sessions { action }) => {
+            let store = setup::open_store(&config)?;
+            sessions_cmd::run(&store, action)
+        }
+        Some(args::Command::Chat(chat)) => match chat.query {
+            Some(query) => runtime.block_on(oneshot::run(
+                &cli.run,
+                config,
+                &query,
+                oneshot::Style::Chat { quiet: chat.quiet },
+            )),
+            None => repl::run(&runtime, &cli.run, config),
+        },
+        None => match cli.oneshot {
+            Some(prompt) => runtime.block_on(oneshot::run(
+                &cli.run,
+                config,
+                &prompt,
+                oneshot::Style::Bare,
+            )),
+            None => repl::run(&runtime, &cli.run, config),
+        },
+    }
+}
+
+/// Services for a conversation (config + state.db).
+pub fn services(config: crate::config::Config) -> Result<Arc<Services>, CliError> {
+    let store = setup::open_store(&config)?;
+    Ok(Arc::new(Services {
+        config: Arc::new(config),
+        store,
+    }))
+}

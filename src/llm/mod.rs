@@ -5,6 +5,7 @@ pub mod error;
 pub mod openai;
 pub mod provider;
 pub mod retry;
+pub mod text_tool_calls;
 pub mod types;
 
 use futures::stream::BoxStream;

@@ -59,3 +59,399 @@ impl fmt::Debug for Provider {
             .finish_non_exhaustive()
     }
 }
+
+/// Provider settings given on the command line.
+#[derive(Debug, Clone, Default)]
+pub struct ProviderFlags {
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    pub api_key: Option<String>,
+}
+
+/// A vendor we know how to reach without configuration beyond a key.
+struct KnownProvider {
+    name: &'static str,
+    base_url: &'static str,
+    key_env: Option<&'static str>,
+    base_env: Option<&'static str>,
+}
+
+const KNOWN: &[KnownProvider] = &[
+    KnownProvider {
+        name: "openai",
+        base_url: "https://api.openai.com/v1",
+        key_env: Some("OPENAI_API_KEY"),
+        base_env: Some("OPENAI_BASE_URL"),
+    },
+    KnownProvider {
+        name: "openrouter",
+        base_url: "https://openrouter.ai/api/v1",
+        key_env: Some("OPENROUTER_API_KEY"),
+        base_env: None,
+    },
+    KnownProvider {
+        name: "custom",
+        base_url: "",
+        key_env: Some("CUSTOM_API_KEY"),
+        base_env: Some("CUSTOM_BASE_URL"),
+    },
+    KnownProvider {
+        name: "ollama",
+        base_url: "http://127.0.0.1:11434/v1",
+        key_env: None,
+        base_env: Some("OLLAMA_BASE_URL"),
+    },
+    KnownProvider {
+        name: "llamacpp",
+        base_url: "http://127.0.0.1:8080/v1",
+        key_env: None,
+        base_env: None,
+    },
+    KnownProvider {
+        name: "vllm",
+        base_url: "http://127.0.0.1:8000/v1",
+        key_env: None,
+        base_env: None,
+    },
+];
+
+/// Local servers probed when nothing else is configured, in this order.
+const LOCAL_PROBES: &[&str] = &["ollama", "llamacpp", "vllm"];
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    #[error(
+        "no LLM provider is configured. Set one of:\n  \
+         --provider custom --base-url URL -m MODEL   (or CUSTOM_BASE_URL=URL with --provider custom)\n  \
+         OPENAI_API_KEY=...          (OpenAI; add OPENAI_BASE_URL for any OpenAI-compatible server)\n  \
+         OPENROUTER_API_KEY=...      (OpenRouter)\n  \
+         model: {{provider: custom, base_url: URL, default: MODEL}}   in {config}\n\
+         or start a local server (Ollama on :11434, llama.cpp on :8080, vLLM on :8000)."
+    )]
+    NothingConfigured { config: String },
+    #[error(
+        "unknown provider `{name}`; use one of: {known} (any OpenAI-compatible server works as `custom` with --base-url)"
+    )]
+    UnknownProvider { name: String, known: String },
+    #[error("provider `{name}` needs a base URL: pass --base-url URL or set {env}")]
+    NoBaseUrl { name: String, env: String },
+    #[error("provider `{name}` needs an API key: pass --api-key or set {env}")]
+    NoApiKey { name: String, env: String },
+    #[error(
+        "no model selected for provider `{name}` at {base_url}: pass -m MODEL or set model.default in config.yaml{detail}"
+    )]
+    NoModel {
+        name: String,
+        base_url: String,
+        detail: String,
+    },
+}
+
+/// What resolution can look at; the network probe is injectable so tests stay offline and fast.
+pub struct ResolveInputs<'a> {
+    pub flags: &'a ProviderFlags,
+    pub config: &'a crate::config::Config,
+    /// Timeout for probing local servers and listing models.
+    pub probe_timeout: Duration,
+}
+
+/// Resolves the provider: flags → config.yaml `model:` → environment → a local server → error.
+pub async fn resolve(inputs: ResolveInputs<'_>) -> Result<Provider, ProviderError> {
+    let ResolveInputs {
+        flags,
+        config,
+        probe_timeout,
+    } = inputs;
+    let env = &config.env;
+    let cfg = &config.model;
+    let model = flags.model.clone().or_else(|| cfg.default.clone());
+
+    // 1–2. An explicit provider or base URL, from flags first, then config.yaml.
+    let explicit_name = flags.provider.clone().or_else(|| {
+        if flags.base_url.is_some() {
+            None
+        } else {
+            cfg.provider.clone()
+        }
+    });
+    let explicit_base = flags
+        .base_url
+        .clone()
+        .or_else(|| (flags.provider.is_none()).then(|| cfg.base_url.clone()).flatten());
+    let explicit_key = flags.api_key.clone().or_else(|| cfg.api_key.clone());
+
+    let (name, base_url, key) = if explicit_name.is_some() || explicit_base.is_some() {
+        let name = explicit_name
+            .map(|n| normalize_name(&n))
+            .unwrap_or_else(|| "custom".to_string());
+        let known = lookup(&name)?;
+        let base = explicit_base
+            .or_else(|| known.base_env.and_then(|e| env.get(e)).map(str::to_string))
+            .or_else(|| (!known.base_url.is_empty()).then(|| known.base_url.to_string()))
+            .ok_or_else(|| ProviderError::NoBaseUrl {
+                name: name.clone(),
+                env: known.base_env.unwrap_or("CUSTOM_BASE_URL").to_string(),
+            })?;
+        let key = explicit_key.or_else(|| known.key_env.and_then(|e| env.get(e)).map(str::to_string));
+        (name, base, key)
+    } else if let Some(key) = env.get("OPENAI_API_KEY").map(str::to_string).or_else(|| {
+        env.get("OPENAI_BASE_URL").map(|_| String::new())
+    }) {
+        // 3. Environment.
+        let base = env
+            .get("OPENAI_BASE_URL")
+            .unwrap_or("https://api.openai.com/v1")
+            .to_string();
+        let name = if env.get("OPENAI_BASE_URL").is_some() {
+            "custom"
+        } else {
+            "openai"
+        };
+        (name.to_string(), base, explicit_key.or(Some(key)))
+    } else if let Some(key) = env.get("OPENROUTER_API_KEY") {
+        (
+            "openrouter".to_string(),
+            "https://openrouter.ai/api/v1".to_string(),
+            explicit_key.or(Some(key.to_string())),
+        )
+    } else {
+        // 4. A local server that answers.
+        let found = probe_local(probe_timeout).await;
+        match found {
+            Some((name, base, models)) => {
+                let model = model.or_else(|| models.into_iter().next()).ok_or_else(|| {
+                    ProviderError::NoModel {
+                        name: name.to_string(),
+                        base_url: base.clone(),
+                        detail: " (the server lists no models)".into(),
+                    }
+                })?;
+                return Ok(Provider::new(name, &model, &base, None));
+            }
+            None => {
+                return Err(ProviderError::NothingConfigured {
+                    config: config.home.config_path().display().to_string(),
+                });
+            }
+        }
+    };
+
+    let key = key.filter(|k| !k.is_empty());
+    if key.is_none() && matches!(name.as_str(), "openai" | "openrouter") {
+        return Err(ProviderError::NoApiKey {
+            env: lookup(&name)?.key_env.unwrap_or("OPENAI_API_KEY").to_string(),
+            name,
+        });
+    }
+    let model = match model {
+        Some(m) => m,
+        None => list_models(&base_url, key.as_deref(), probe_timeout)
+            .await
+            .and_then(|m| m.into_iter().next())
+            .ok_or_else(|| ProviderError::NoModel {
+                name: name.clone(),
+                base_url: base_url.clone(),
+                detail: String::new(),
+            })?,
+    };
+    Ok(Provider::new(&name, &model, &base_url, key))
+}
+
+fn normalize_name(name: &str) -> String {
+    match name.trim().to_ascii_lowercase().as_str() {
+        "llama.cpp" | "llama-cpp" | "llamacpp" => "llamacpp".to_string(),
+        "openai-compatible" | "local" => "custom".to_string(),
+        other => other.to_string(),
+    }
+}
+
+fn lookup(name: &str) -> Result<&'static KnownProvider, ProviderError> {
+    KNOWN
+        .iter()
+        .find(|k| k.name == name)
+        .ok_or_else(|| ProviderError::UnknownProvider {
+            name: name.to_string(),
+            known: KNOWN.iter().map(|k| k.name).collect::<Vec<_>>().join(", "),
+        })
+}
+
+/// Probes the local servers concurrently; the first in `LOCAL_PROBES` order that answers wins.
+async fn probe_local(timeout: Duration) -> Option<(&'static str, String, Vec<String>)> {
+    let probes = LOCAL_PROBES.iter().filter_map(|name| {
+        let known = KNOWN.iter().find(|k| k.name == *name)?;
+        Some(async move {
+            let models = list_models(known.base_url, None, timeout).await;
+            models.map(|m| (known.name, known.base_url.to_string(), m))
+        })
+    });
+    futures::future::join_all(probes)
+        .await
+        .into_iter()
+        .flatten()
+        .next()
+}
+
+/// `GET {base}/models` → model ids; `None` when the server does not answer in time.
+pub async fn list_models(base_url: &str, key: Option<&str>, timeout: Duration) -> Option<Vec<String>> {
+    #[derive(serde::Deserialize)]
+    struct ModelList {
+        #[serde(default)]
+        data: Vec<ModelEntry>,
+        #[serde(default)]
+        models: Vec<ModelEntry>,
+    }
+    #[derive(serde::Deserialize)]
+    struct ModelEntry {
+        #[serde(alias = "name", alias = "model")]
+        id: String,
+    }
+    let client = reqwest::Client::builder()
+        .connect_timeout(timeout)
+        .timeout(timeout)
+        .build()
+        .ok()?;
+    let mut req = client.get(format!("{}/models", base_url.trim_end_matches('/')));
+    if let Some(k) = key {
+        req = req.bearer_auth(k);
+    }
+    let resp = req.send().await.ok()?;
+    if !resp.status().is_success() {
+        return None;
+    }
+    let list: ModelList = resp.json().await.ok()?;
+    Some(
+        list.data
+            .into_iter()
+            .chain(list.models)
+            .map(|m| m.id)
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Config, EnvVars, HermesHome};
+
+    fn config(env: &[(&str, &str)], yaml: &str) -> Config {
+        let mut vars = EnvVars::default();
+        for (k, v) in env {
+            vars.set(*k, *v);
+        }
+        Config::from_yaml(
+            HermesHome::new("/tmp/none"),
+            vars,
+            yaml,
+            std::path::Path::new("/tmp/none/config.yaml"),
+        )
+        .unwrap()
+    }
+
+    async fn run(flags: ProviderFlags, cfg: &Config) -> Result<Provider, ProviderError> {
+        resolve(ResolveInputs {
+            flags: &flags,
+            config: cfg,
+            probe_timeout: Duration::from_millis(50),
+        })
+        .await
+    }
+
+    #[tokio::test]
+    async fn flags_win_over_config_and_env() {
+        let cfg = config(
+            &[("OPENAI_API_KEY", "sk-env")],
+            "model:\n  provider: openrouter\n  default: cfg-model\n",
+        );
+        let p = run(
+            ProviderFlags {
+                provider: Some("custom".into()),
+                model: Some("flag-model".into()),
+                base_url: Some("http://127.0.0.1:9/v1/".into()),
+                api_key: None,
+            },
+            &cfg,
+        )
+        .await
+        .unwrap();
+        assert_eq!(p.name, "custom");
+        assert_eq!(p.model, "flag-model");
+        assert_eq!(p.base_url, "http://127.0.0.1:9/v1");
+        assert_eq!(p.api_key, None, "a custom endpoint needs no key");
+    }
+
+    #[tokio::test]
+    async fn custom_uses_custom_base_url_env() {
+        let cfg = config(&[("CUSTOM_BASE_URL", "http://h:1/v1")], "");
+        let p = run(
+            ProviderFlags {
+                provider: Some("custom".into()),
+                model: Some("m".into()),
+                ..Default::default()
+            },
+            &cfg,
+        )
+        .await
+        .unwrap();
+        assert_eq!(p.base_url, "http://h:1/v1");
+    }
+
+    #[tokio::test]
+    async fn config_model_section_is_used() {
+        let cfg = config(
+            &[],
+            "model:\n  provider: custom\n  base_url: http://cfg:1/v1\n  default: llama\n",
+        );
+        let p = run(ProviderFlags::default(), &cfg).await.unwrap();
+        assert_eq!((p.name.as_str(), p.model.as_str()), ("custom", "llama"));
+        assert_eq!(p.base_url, "http://cfg:1/v1");
+    }
+
+    #[tokio::test]
+    async fn env_keys_select_vendors() {
+        let cfg = config(&[("OPENROUTER_API_KEY", "or-key")], "model: some/model\n");
+        let p = run(ProviderFlags::default(), &cfg).await.unwrap();
+        assert_eq!(p.name, "openrouter");
+        assert_eq!(p.api_key.as_deref(), Some("or-key"));
+        let cfg = config(&[("OPENAI_API_KEY", "k")], "model: gpt-4o\n");
+        let p = run(ProviderFlags::default(), &cfg).await.unwrap();
+        assert_eq!(p.base_url, "https://api.openai.com/v1");
+    }
+
+    #[tokio::test]
+    async fn openai_without_key_is_a_clear_error() {
+        let cfg = config(&[], "");
+        let err = run(
+            ProviderFlags {
+                provider: Some("openai".into()),
+                model: Some("gpt".into()),
+                ..Default::default()
+            },
+            &cfg,
+        )
+        .await
+        .unwrap_err();
+        assert!(err.to_string().contains("OPENAI_API_KEY"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn unknown_provider_lists_known_ones() {
+        let cfg = config(&[], "");
+        let err = run(
+            ProviderFlags {
+                provider: Some("acme".into()),
+                ..Default::default()
+            },
+            &cfg,
+        )
+        .await
+        .unwrap_err();
+        assert!(err.to_string().contains("openrouter"), "{err}");
+    }
+
+    #[test]
+    fn debug_hides_the_key() {
+        let p = Provider::new("openai", "m", "http://x", Some("sk-secret-123456".into()));
+        assert!(!format!("{p:?}").contains("secret"));
+    }
+}

@@ -1,4 +1,22 @@
-//! FTS5 search over messages (being written).
+//! Full-text search over state.db messages (FTS5), safe for any user text.
+//!
+//! The query is parsed into terms and the operators `AND`/`OR`/`NOT` (uppercase, between two
+//! terms); every term is emitted as a quoted FTS5 string, so no user text can reach the FTS5
+//! parser as syntax. `"exact phrases"` and a trailing `*` (prefix) are kept.
+//!
+//! Routing, as Python Hermes does it:
+//! - no CJK: `messages_fts` (unicode61), ranked by bm25;
+//! - CJK, or nothing found above: `messages_fts_trigram` (substring match, bm25) when every term
+//!   has at least 3 characters (trigram cannot match shorter ones);
+//! - CJK with a shorter term: that term is matched with `LIKE`, the others through the trigram
+//!   index, newest first.
+//!
+//! Searched rows: live ones and those archived by compaction (`active = 1 OR compacted = 1`);
+//! rows hidden by `/undo` and sessions from internal sources (`subagent`, `tool`) are skipped.
+
+use rusqlite::{Connection, ErrorCode, Row};
+
+use crate::sessions::store::{HIDDEN_SOURCES, like_escape};
 
 /// One matching message.
 #[derive(Debug, Clone, PartialEq)]
@@ -6,5 +24,459 @@ pub struct SearchHit {
     pub session_id: String,
     pub message_id: i64,
     pub role: String,
+    /// A short excerpt with the match between `>>>` and `<<<`.
     pub snippet: String,
+    /// When the message was written (Unix seconds).
+    pub timestamp: f64,
+    /// The session's source (`cli`, `telegram`, ...).
+    pub source: String,
+}
+
+/// Longest query considered; the rest is ignored (bounds work on hostile input).
+const MAX_QUERY_CHARS: usize = 2048;
+/// Most hits one call returns, whatever the caller asks.
+const MAX_LIMIT: usize = 1000;
+/// Tokens of context `snippet()` keeps around a match.
+const SNIPPET_TOKENS: i32 = 24;
+
+/// A parsed query element.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Token {
+    /// A word or a quoted phrase; `prefix` when it ended in `*`.
+    Term {
+        text: String,
+        prefix: bool,
+    },
+    And,
+    Or,
+    Not,
+}
+
+/// Splits `query` into terms and operators, dropping whatever would not be valid FTS5: unmatched
+/// quotes, terms without a letter or digit, operators that do not sit between two terms.
+pub(crate) fn parse_query(query: &str) -> Vec<Token> {
+    let chars: Vec<char> = query.chars().take(MAX_QUERY_CHARS).collect();
+    let mut raw = Vec::new();
+    let mut word = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '"' {
+            flush_word(&mut word, &mut raw);
+            if let Some(len) = chars[i + 1..].iter().position(|&ch| ch == '"') {
+                let end = i + 1 + len;
+                let prefix = chars.get(end + 1) == Some(&'*');
+                raw.push(Token::Term {
+                    text: chars[i + 1..end]
+                        .iter()
+                        .map(|&ch| if ch.is_control() { ' ' } else { ch })
+                        .collect(),
+                    prefix,
+                });
+                i = end + 1;
+                while chars.get(i) == Some(&'*') {
+                    i += 1;
+                }
+                continue;
+            }
+            // An unmatched quote separates words and is otherwise ignored.
+        } else if c.is_whitespace() || c.is_control() {
+            // Control characters separate words: FTS5 stops reading a query at NUL.
+            flush_word(&mut word, &mut raw);
+        } else {
+            word.push(c);
+        }
+        i += 1;
+    }
+    flush_word(&mut word, &mut raw);
+
+    let mut out: Vec<Token> = Vec::new();
+    for tok in raw {
+        match tok {
+            Token::Term { ref text, .. } if !text.chars().any(char::is_alphanumeric) => {}
+            Token::Term { .. } => out.push(tok),
+            op => match out.last() {
+                None => {}
+                Some(Token::Term { .. }) => out.push(op),
+                Some(_) => {
+                    // Two operators in a row: the later one wins.
+                    out.pop();
+                    out.push(op);
+                }
+            },
+        }
+    }
+    while matches!(out.last(), Some(Token::And | Token::Or | Token::Not)) {
+        out.pop();
+    }
+    out
+}
+
+fn flush_word(word: &mut String, out: &mut Vec<Token>) {
+    if word.is_empty() {
+        return;
+    }
+    let tok = match word.as_str() {
+        "AND" => Token::And,
+        "OR" => Token::Or,
+        "NOT" => Token::Not,
+        w => Token::Term {
+            text: w.trim_end_matches('*').to_string(),
+            prefix: w.ends_with('*'),
+        },
+    };
+    out.push(tok);
+    word.clear();
+}
+
+/// `"term"` with inner quotes doubled: FTS5's string literal, never parsed as syntax.
+fn quote(text: &str) -> String {
+    format!("\"{}\"", text.replace('"', "\"\""))
+}
+
+/// The FTS5 MATCH expression for `tokens`. Trigram matching is by substring, so the prefix
+/// marker is dropped there.
+pub(crate) fn render_match(tokens: &[Token], trigram: bool) -> String {
+    let mut out = String::new();
+    for tok in tokens {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        match tok {
+            Token::Term { text, prefix } => {
+                out.push_str(&quote(text));
+                if *prefix && !trigram {
+                    out.push('*');
+                }
+            }
+            Token::And => out.push_str("AND"),
+            Token::Or => out.push_str("OR"),
+            Token::Not => out.push_str("NOT"),
+        }
+    }
+    out
+}
+
+/// Chinese, Japanese and Korean scripts, the ranges Python Hermes routes to trigram search.
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x4E00..=0x9FFF | 0x3400..=0x4DBF | 0x20000..=0x2A6DF | 0x3000..=0x303F
+        | 0x3040..=0x309F | 0x30A0..=0x30FF | 0xAC00..=0xD7AF)
+}
+
+fn terms(tokens: &[Token]) -> impl Iterator<Item = &str> {
+    tokens.iter().filter_map(|t| match t {
+        Token::Term { text, .. } => Some(text.as_str()),
+        _ => None,
+    })
+}
+
+/// Common filter: live or compaction-archived rows of visible sessions.
+fn visible_rows() -> String {
+    let hidden = HIDDEN_SOURCES
+        .iter()
+        .map(|s| format!("'{s}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!("(m.active = 1 OR m.compacted = 1) AND s.source NOT IN ({hidden})")
+}
+
+/// Runs a search; see the module docs for the routing.
+pub(crate) fn search(
+    conn: &Connection,
+    query: &str,
+    limit: usize,
+) -> rusqlite::Result<Vec<SearchHit>> {
+    let tokens = parse_query(query);
+    if tokens.is_empty() || limit == 0 {
+        return Ok(Vec::new());
+    }
+    let limit = limit.min(MAX_LIMIT) as i64;
+    let cjk = terms(&tokens).any(|t| t.chars().any(is_cjk));
+    if !cjk {
+        let hits = fts_search(conn, "messages_fts", &render_match(&tokens, false), limit)?;
+        if !hits.is_empty() {
+            return Ok(hits);
+        }
+    }
+    if terms(&tokens).all(|t| t.chars().count() >= 3) {
+        return fts_search(
+            conn,
+            "messages_fts_trigram",
+            &render_match(&tokens, true),
+            limit,
+        );
+    }
+    if cjk {
+        return mixed_search(conn, &tokens, limit);
+    }
+    Ok(Vec::new())
+}
+
+fn hit(row: &Row<'_>) -> rusqlite::Result<SearchHit> {
+    Ok(SearchHit {
+        message_id: row.get(0)?,
+        session_id: row.get(1)?,
+        role: row.get(2)?,
+        snippet: row.get::<_, Option<String>>(3)?.unwrap_or_default(),
+        timestamp: row.get::<_, Option<f64>>(4)?.unwrap_or(0.0),
+        source: row.get(5)?,
+    })
+}
+
+/// An FTS5 query on `table`, best bm25 rank first.
+fn fts_search(
+    conn: &Connection,
+    table: &str,
+    expr: &str,
+    limit: i64,
+) -> rusqlite::Result<Vec<SearchHit>> {
+    let sql = format!(
+        "SELECT m.id, m.session_id, m.role,
+                snippet({table}, 0, '>>>', '<<<', '...', {SNIPPET_TOKENS}), m.timestamp, s.source
+         FROM {table}
+         JOIN messages m ON m.id = {table}.rowid
+         JOIN sessions s ON s.id = m.session_id
+         WHERE {table} MATCH ?1 AND {}
+         ORDER BY rank LIMIT ?2",
+        visible_rows()
+    );
+    let result = conn.prepare(&sql).and_then(|mut stmt| {
+        stmt.query_map(rusqlite::params![expr, limit], hit)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+    });
+    match result {
+        // Every term is quoted, so a syntax error "cannot happen"; if SQLite still disagrees the
+        // user gets no hits rather than a failed tool call.
+        Err(e) if e.sqlite_error_code() == Some(ErrorCode::Unknown) => {
+            tracing::warn!(error = %e, "FTS5 rejected a sanitised query; returning no hits");
+            Ok(Vec::new())
+        }
+        other => other,
+    }
+}
+
+/// CJK query with a term shorter than 3 characters: short terms by `LIKE` on the indexed
+/// columns, longer ones through the trigram index, same boolean structure; newest first.
+fn mixed_search(
+    conn: &Connection,
+    tokens: &[Token],
+    limit: i64,
+) -> rusqlite::Result<Vec<SearchHit>> {
+    let mut expr = String::new();
+    let mut args: Vec<String> = Vec::new();
+    let mut after_term = false;
+    for tok in tokens {
+        match tok {
+            Token::Term { text, .. } => {
+                if after_term {
+                    expr.push_str(" AND ");
+                }
+                if text.chars().count() >= 3 {
+                    expr.push_str("(m.id IN (SELECT rowid FROM messages_fts_trigram WHERE messages_fts_trigram MATCH ?))");
+                    args.push(quote(text));
+                } else {
+                    expr.push_str(
+                        "(m.content LIKE ? ESCAPE '\\' OR m.tool_name LIKE ? ESCAPE '\\' OR m.tool_calls LIKE ? ESCAPE '\\')",
+                    );
+                    let pattern = format!("%{}%", like_escape(text));
+                    args.extend([pattern.clone(), pattern.clone(), pattern]);
+                }
+                after_term = true;
+            }
+            Token::And => expr.push_str(" AND "),
+            Token::Or => expr.push_str(" OR "),
+            Token::Not => expr.push_str(" AND NOT "),
+        }
+        if !matches!(tok, Token::Term { .. }) {
+            after_term = false;
+        }
+    }
+    let sql = format!(
+        "SELECT m.id, m.session_id, m.role, COALESCE(m.content, ''), m.timestamp, s.source
+         FROM messages m JOIN sessions s ON s.id = m.session_id
+         WHERE ({expr}) AND {}
+         ORDER BY m.timestamp DESC, m.id DESC LIMIT {limit}",
+        visible_rows()
+    );
+    let needle = first_positive_term(tokens).unwrap_or_default();
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map(rusqlite::params_from_iter(args), hit)?;
+    rows.map(|r| {
+        r.map(|mut h| {
+            h.snippet = snippet_around(&h.snippet, &needle);
+            h
+        })
+    })
+    .collect()
+}
+
+/// The first term not preceded by `NOT`: what the snippet should show.
+fn first_positive_term(tokens: &[Token]) -> Option<String> {
+    let mut negated = false;
+    for tok in tokens {
+        match tok {
+            Token::Not => negated = true,
+            Token::Term { text, .. } if !negated => return Some(text.clone()),
+            _ => negated = false,
+        }
+    }
+    None
+}
+
+/// About 80 characters of `text` around the first (ASCII case-insensitive) occurrence of
+/// `needle`, marked like FTS5's `snippet()`.
+fn snippet_around(text: &str, needle: &str) -> String {
+    const BEFORE: usize = 30;
+    const AFTER: usize = 50;
+    let found = if needle.is_empty() {
+        None
+    } else {
+        text.to_ascii_lowercase().find(&needle.to_ascii_lowercase())
+    };
+    let Some(start) = found else {
+        let head: String = text.chars().take(BEFORE + AFTER).collect();
+        return if head.len() < text.len() {
+            format!("{head}...")
+        } else {
+            head
+        };
+    };
+    let end = start + needle.len();
+    let before: Vec<char> = text[..start].chars().collect();
+    let skip = before.len().saturating_sub(BEFORE);
+    let after: String = text[end..].chars().take(AFTER).collect();
+    format!(
+        "{}{}>>>{}<<<{}{}",
+        if skip > 0 { "..." } else { "" },
+        before[skip..].iter().collect::<String>(),
+        &text[start..end],
+        after,
+        if end + after.len() < text.len() {
+            "..."
+        } else {
+            ""
+        }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn term(text: &str) -> Token {
+        Token::Term {
+            text: text.into(),
+            prefix: false,
+        }
+    }
+
+    #[test]
+    fn operators_only_between_terms() {
+        assert_eq!(parse_query("AND foo OR"), vec![term("foo")]);
+        assert_eq!(
+            parse_query("a AND OR b"),
+            vec![term("a"), Token::Or, term("b")]
+        );
+        assert_eq!(parse_query("NOT"), vec![]);
+        assert_eq!(
+            parse_query("a and b"),
+            vec![term("a"), term("and"), term("b")]
+        );
+    }
+
+    #[test]
+    fn phrases_prefixes_and_junk() {
+        assert_eq!(
+            parse_query(r#""exact phrase"* deploy** * ( "dangling"#),
+            vec![
+                Token::Term {
+                    text: "exact phrase".into(),
+                    prefix: true
+                },
+                Token::Term {
+                    text: "deploy".into(),
+                    prefix: true
+                },
+                term("dangling"),
+            ]
+        );
+        assert_eq!(
+            render_match(&parse_query(r#"say "hi" col:x"#), false),
+            r#""say" "hi" "col:x""#
+        );
+        assert_eq!(render_match(&parse_query("deploy*"), true), r#""deploy""#);
+    }
+
+    #[test]
+    fn huge_query_is_capped() {
+        let q = "word ".repeat(10_000);
+        let tokens = parse_query(&q);
+        assert!(tokens.len() <= MAX_QUERY_CHARS / 5 + 1);
+    }
+
+    #[test]
+    fn rendered_queries_always_parse() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE VIRTUAL TABLE t USING fts5(content); INSERT INTO t VALUES ('foo bar');",
+        )
+        .unwrap();
+        let hostile = [
+            "\"foo AND (",
+            "*",
+            "NEAR(",
+            "col:x",
+            "foo\"\"bar",
+            "a OR NOT b",
+            "^x",
+            "{a b}: c",
+            "\"\"",
+            "foo*bar",
+            "x\"y",
+            "(((",
+            "a - b",
+            "NOT NOT NOT a",
+            "😀 emoji",
+            "'single'",
+            "\\",
+            "\u{0}nul",
+            "\"a\u{0}b\"",
+        ];
+        for q in hostile {
+            let expr = render_match(&parse_query(q), false);
+            if expr.is_empty() {
+                continue;
+            }
+            let r: rusqlite::Result<i64> =
+                conn.query_row("SELECT COUNT(*) FROM t WHERE t MATCH ?1", [&expr], |r| {
+                    r.get(0)
+                });
+            assert!(r.is_ok(), "query {q:?} rendered as {expr:?} failed: {r:?}");
+        }
+    }
+
+    #[test]
+    fn snippet_marks_the_match() {
+        assert_eq!(
+            snippet_around("我们明天去北京看长城吧", "北京"),
+            "我们明天去>>>北京<<<看长城吧"
+        );
+        assert_eq!(snippet_around("Hello World", "world"), "Hello >>>World<<<");
+        let long = format!("{}needle{}", "a".repeat(100), "b".repeat(100));
+        let s = snippet_around(&long, "needle");
+        assert!(
+            s.starts_with("...") && s.ends_with("...") && s.contains(">>>needle<<<"),
+            "{s}"
+        );
+        assert_eq!(snippet_around("short", "missing"), "short");
+    }
+
+    #[test]
+    fn negated_terms_are_not_snippet_anchors() {
+        let tokens = parse_query("NOT x a NOT b c");
+        assert_eq!(first_positive_term(&tokens).as_deref(), Some("x"));
+        let tokens = parse_query("a NOT b");
+        assert_eq!(first_positive_term(&tokens).as_deref(), Some("a"));
+    }
 }

@@ -1,1 +1,158 @@
-//! (being written)
+//! The `write_file` tool: replaces (or creates) a whole file atomically, creating parent
+//! directories. A crash mid-write leaves the old file or the new one, never a torn one.
+
+use std::path::Path;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::tools::file_common;
+use crate::tools::registry::{ToolContext, ToolError, TypedTool};
+
+pub struct WriteFile;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct WriteFileArgs {
+    pub path: String,
+    /// Full new file content
+    pub content: String,
+}
+
+impl TypedTool for WriteFile {
+    type Args = WriteFileArgs;
+    const NAME: &'static str = "write_file";
+    const TOOLSET: &'static str = "file";
+    const DESCRIPTION: &'static str = "Create or overwrite a file with the given content (parent dirs are created). Use patch for small edits.";
+
+    async fn run(&self, args: WriteFileArgs, ctx: &ToolContext) -> Result<String, ToolError> {
+        if args.path.trim().is_empty() {
+            return Err(ToolError::Respond(
+                "path is empty; give the file to write".into(),
+            ));
+        }
+        let path = ctx.resolve(&args.path);
+        file_common::blocking(move || write(&path, &args.path, &args.content)).await
+    }
+}
+
+crate::register_tool!(WriteFile);
+
+fn write(path: &Path, shown: &str, content: &str) -> Result<String, ToolError> {
+    let existed = match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => {
+            return Err(ToolError::Respond(format!(
+                "{shown} is an existing directory; write_file needs a file path (e.g. {shown}/name.ext)"
+            )));
+        }
+        Ok(_) => true,
+        Err(_) => false,
+    };
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if parent.exists() && !parent.is_dir() {
+            return Err(ToolError::Respond(format!(
+                "cannot write {shown}: {} is a file, not a directory",
+                parent.display()
+            )));
+        }
+        std::fs::create_dir_all(parent).map_err(|e| {
+            ToolError::Respond(file_common::io_message(
+                "create the parent directory of",
+                shown,
+                &e,
+            ))
+        })?;
+    }
+    crate::util::atomic_write(path, content.as_bytes())
+        .map_err(|e| ToolError::Respond(file_common::io_message("write", shown, &e)))?;
+    let lines = content.lines().count();
+    Ok(format!(
+        "{} {shown}: {} bytes, {lines} line{}.",
+        if existed { "Overwrote" } else { "Created" },
+        content.len(),
+        if lines == 1 { "" } else { "s" }
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::tools::test_support::env;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn creates_parents_and_reports_size() {
+        let t = env();
+        let out = t
+            .ok(
+                "write_file",
+                json!({"path": "a/b/c.txt", "content": "one\ntwo\n"}),
+            )
+            .await;
+        assert_eq!(out, "Created a/b/c.txt: 8 bytes, 2 lines.");
+        assert_eq!(
+            std::fs::read_to_string(t.path("a/b/c.txt")).unwrap(),
+            "one\ntwo\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn overwrites_atomically_without_leftovers() {
+        let t = env();
+        let p = t.write("d/f.txt", "old content");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).unwrap();
+        }
+        let out = t
+            .ok("write_file", json!({"path": "d/f.txt", "content": "new"}))
+            .await;
+        assert!(out.starts_with("Overwrote"), "{out}");
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
+        // Only the target remains: the temp file was renamed over it.
+        let names: Vec<_> = std::fs::read_dir(t.path("d")).unwrap().flatten().collect();
+        assert_eq!(names.len(), 1);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o640);
+        }
+    }
+
+    #[tokio::test]
+    async fn refuses_directories_and_file_parents() {
+        let t = env();
+        std::fs::create_dir(t.path("dir")).unwrap();
+        let err = t
+            .err("write_file", json!({"path": "dir", "content": "x"}))
+            .await;
+        assert!(err.contains("existing directory"), "{err}");
+        assert!(t.path("dir").is_dir());
+
+        t.write("file", "x");
+        let err = t
+            .err(
+                "write_file",
+                json!({"path": "file/inner.txt", "content": "x"}),
+            )
+            .await;
+        assert!(err.contains("is a file, not a directory"), "{err}");
+
+        let err = t.err("write_file", json!({"path": "x.txt"})).await;
+        assert!(err.contains("content"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn absolute_paths_and_empty_content() {
+        let t = env();
+        let abs = t.dir.path().join("elsewhere.txt");
+        let out = t
+            .ok(
+                "write_file",
+                json!({"path": abs.to_str().unwrap(), "content": ""}),
+            )
+            .await;
+        assert!(out.contains("0 bytes, 0 lines"), "{out}");
+        assert!(abs.is_file());
+    }
+}

@@ -1,12 +1,17 @@
 //! Tools the model can call: the registry (contract, registration, dispatch), toolsets, and one
 //! file per tool family. Every tool module must be linked here or it never registers.
 
+pub mod file_common;
 pub mod file_patch;
 pub mod file_read;
 pub mod file_write;
 pub mod registry;
+pub mod patch_match;
+pub mod proc_output;
 pub mod search_files;
 pub mod terminal;
+#[cfg(test)]
+pub mod test_support;
 pub mod todo;
 pub mod toolsets;
 

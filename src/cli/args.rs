@@ -1,0 +1,113 @@
+//! Command-line arguments (clap derive). Names follow Python Hermes where they overlap.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "hermes",
+    version,
+    about = "A self-improving personal AI agent"
+)]
+pub struct Cli {
+    /// One-shot: answer PROMPT, print only the final answer, exit.
+    #[arg(short = 'z', long = "oneshot", value_name = "PROMPT")]
+    pub oneshot: Option<String>,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Options shared by the REPL, `-z` and `chat`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct RunArgs {
+    /// Model name.
+    #[arg(short = 'm', long = "model", global = true)]
+    pub model: Option<String>,
+    /// Provider: custom, openai, openrouter, ollama, llamacpp, vllm.
+    #[arg(long, global = true)]
+    pub provider: Option<String>,
+    /// Base URL of an OpenAI-compatible API (e.g. http://127.0.0.1:8080/v1).
+    #[arg(long = "base-url", global = true)]
+    pub base_url: Option<String>,
+    /// API key (prefer the environment or $HERMES_HOME/.env).
+    #[arg(long = "api-key", global = true, hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Comma-separated toolsets (default: config.yaml `toolsets`).
+    #[arg(short = 't', long = "toolsets", global = true, value_delimiter = ',')]
+    pub toolsets: Vec<String>,
+    /// Resume a session by id or title.
+    #[arg(short = 'r', long = "resume", global = true, value_name = "SESSION")]
+    pub resume: Option<String>,
+    /// Continue the most recent CLI session.
+    #[arg(short = 'c', long = "continue", global = true)]
+    pub continue_last: bool,
+    /// Iteration budget per turn (default: agent.max_turns, 90).
+    #[arg(long = "max-turns", global = true)]
+    pub max_turns: Option<u32>,
+    /// Run dangerous commands without asking (the hardline floor still applies).
+    #[arg(long, global = true)]
+    pub yolo: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Chat interactively, or answer one question with -q.
+    Chat(ChatArgs),
+    /// Inspect, export and delete stored sessions.
+    Sessions {
+        #[command(subcommand)]
+        action: SessionsCommand,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    /// Answer this question and exit (prints the answer and the session id).
+    #[arg(short = 'q', long = "query")]
+    pub query: Option<String>,
+    /// Print only the final answer and the session id.
+    #[arg(short = 'Q', long = "quiet")]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// List sessions, newest first.
+    List {
+        #[arg(long)]
+        json: bool,
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// Show one session's messages.
+    Show {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Export a session.
+    Export {
+        id: String,
+        #[arg(long, value_enum, default_value_t = ExportFormat::Jsonl)]
+        format: ExportFormat,
+        /// Write to this file instead of stdout.
+        #[arg(short = 'o', long)]
+        output: Option<std::path::PathBuf>,
+    },
+    /// Delete a session and its messages.
+    Delete {
+        id: String,
+        /// Do not ask for confirmation.
+        #[arg(short = 'y', long)]
+        yes: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    Jsonl,
+    Md,
+}

@@ -1,0 +1,74 @@
+//! One-shot mode: `hermes -z PROMPT` (only the final answer on stdout) and `hermes chat -q`.
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{AgentEvent, TurnExit};
+use crate::cli::args::RunArgs;
+use crate::cli::render::ProgressLines;
+use crate::cli::{exit, setup, CliError};
+use crate::config::Config;
+
+/// How the answer is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// `-z`: the final answer and nothing else on stdout.
+    Bare,
+    /// `chat -q`: progress on stderr (unless quiet), answer and session id on stdout.
+    Chat { quiet: bool },
+}
+
+pub async fn run(args: &RunArgs, config: Config, prompt: &str, style: Style) -> Result<u8, CliError> {
+    let services = crate::cli::services(config)?;
+    let client = setup::make_client(args, &services.config).await?;
+    // No one can answer approval questions here: dangerous commands are refused unless --yolo.
+    let options = setup::agent_options(args, &services.config, false);
+    let mut agent = setup::open_agent(args, &services, client, options).await?;
+
+    let cancel = CancellationToken::new();
+    let interrupt = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            interrupt.cancel();
+        }
+    });
+
+    let (tx, mut rx) = mpsc::unbounded_channel::<AgentEvent>();
+    let show_progress = matches!(style, Style::Chat { quiet: false });
+    let printer = tokio::spawn(async move {
+        let mut lines = ProgressLines::default();
+        while let Some(event) = rx.recv().await {
+            if show_progress {
+                if let Some(line) = lines.line_for(&event) {
+                    eprintln!("{line}");
+                }
+            }
+        }
+    });
+    let result = agent.run_turn(prompt, &tx, &cancel).await;
+    drop(tx);
+    let _ = printer.await;
+
+    let outcome = result?;
+    let _ = agent.end("completed").await;
+    match outcome.exit {
+        TurnExit::Interrupted => {
+            eprintln!("hermes: interrupted; resume with: hermes -r {}", agent.session_id());
+            Ok(exit::INTERRUPTED)
+        }
+        TurnExit::Completed | TurnExit::BudgetExhausted => {
+            if outcome.text.trim().is_empty() {
+                eprintln!(
+                    "hermes: the model returned an empty answer (session {})",
+                    agent.session_id()
+                );
+                return Ok(exit::FAILURE);
+            }
+            println!("{}", outcome.text.trim_end());
+            if let Style::Chat { .. } = style {
+                println!("\nsession_id: {}", agent.session_id());
+            }
+            Ok(exit::OK)
+        }
+    }
+}

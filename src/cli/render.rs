@@ -1,0 +1,125 @@
+//! Turning `AgentEvent`s into terminal lines: one line per tool call with its duration, retry
+//! notices, budget notices. Streaming text is written by the REPL itself.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use crate::agent::AgentEvent;
+
+/// Remembers each tool call's argument summary until its end event arrives.
+#[derive(Debug, Default)]
+pub struct ProgressLines {
+    pending: HashMap<String, String>,
+}
+
+impl ProgressLines {
+    /// The line to print for an event, if it deserves one.
+    pub fn line_for(&mut self, event: &AgentEvent) -> Option<String> {
+        match event {
+            AgentEvent::ToolStart { id, summary, .. } => {
+                self.pending.insert(id.clone(), summary.clone());
+                None
+            }
+            AgentEvent::ToolEnd {
+                id,
+                name,
+                duration,
+                is_error,
+            } => {
+                let summary = self.pending.remove(id).unwrap_or_default();
+                let mark = if *is_error { "✗" } else { "▸" };
+                let sep = if summary.is_empty() { "" } else { " " };
+                Some(format!(
+                    "  {mark} {name}{sep}{summary}  ({})",
+                    format_duration(*duration)
+                ))
+            }
+            AgentEvent::Retrying {
+                reason,
+                attempt,
+                delay,
+                discarded_partial,
+                ..
+            } => {
+                let note = if *discarded_partial {
+                    " — the partial answer above is discarded"
+                } else {
+                    ""
+                };
+                Some(format!(
+                    "  ↻ {reason}: retrying in {} (attempt {}){note}",
+                    format_duration(*delay),
+                    attempt + 1
+                ))
+            }
+            AgentEvent::BudgetExhausted { used } => Some(format!(
+                "  ⚠ iteration budget spent after {used} model calls; asking for a summary"
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// `850 ms`, `1.2 s`, `2 m 05 s`.
+pub fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else if ms < 60_000 {
+        format!("{:.1} s", d.as_secs_f64())
+    } else {
+        format!("{} m {:02} s", ms / 60_000, (ms / 1000) % 60)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::FailoverReason;
+
+    #[test]
+    fn progress_lines_snapshot() {
+        let mut p = ProgressLines::default();
+        let events = [
+            AgentEvent::ToolStart {
+                id: "a".into(),
+                name: "read_file".into(),
+                summary: "hello.txt".into(),
+            },
+            AgentEvent::ToolEnd {
+                id: "a".into(),
+                name: "read_file".into(),
+                duration: Duration::from_millis(3),
+                is_error: false,
+            },
+            AgentEvent::ToolStart {
+                id: "b".into(),
+                name: "terminal".into(),
+                summary: "cargo test".into(),
+            },
+            AgentEvent::ToolEnd {
+                id: "b".into(),
+                name: "terminal".into(),
+                duration: Duration::from_millis(12_345),
+                is_error: true,
+            },
+            AgentEvent::Retrying {
+                reason: FailoverReason::RateLimit,
+                attempt: 1,
+                delay: Duration::from_millis(1500),
+                discarded_partial: true,
+                message: String::new(),
+            },
+            AgentEvent::BudgetExhausted { used: 90 },
+            AgentEvent::TextDelta("ignored".into()),
+        ];
+        let lines: Vec<String> = events.iter().filter_map(|e| p.line_for(e)).collect();
+        insta::assert_snapshot!(lines.join("\n"));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(format_duration(Duration::from_millis(5)), "5 ms");
+        assert_eq!(format_duration(Duration::from_millis(61_000)), "1 m 01 s");
+    }
+}

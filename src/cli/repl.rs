@@ -1,0 +1,307 @@
+//! The interactive REPL: line editing and history (rustyline), streaming answers, one progress
+//! line per tool call, approval questions, slash commands, Ctrl-C interrupts the running turn.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rustyline::error::ReadlineError;
+use rustyline::DefaultEditor;
+use tokio::runtime::Runtime;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{Agent, AgentEvent, AgentOptions, Services, TurnExit};
+use crate::cli::args::RunArgs;
+use crate::cli::render::ProgressLines;
+use crate::cli::slash::{self, SlashCommand};
+use crate::cli::{exit, setup, CliError};
+use crate::config::Config;
+use crate::llm::LlmClient;
+use crate::security::approval::{ApprovalChoice, ApprovalRequest};
+
+struct Repl {
+    services: Arc<Services>,
+    options: AgentOptions,
+    agent: Agent,
+    editor: DefaultEditor,
+}
+
+pub fn run(runtime: &Runtime, args: &RunArgs, config: Config) -> Result<u8, CliError> {
+    let services = crate::cli::services(config)?;
+    let client = runtime.block_on(setup::make_client(args, &services.config))?;
+    let options = setup::agent_options(args, &services.config, true);
+    let agent = runtime.block_on(setup::open_agent(args, &services, client, options.clone()))?;
+    let mut editor = DefaultEditor::new()
+        .map_err(|e| CliError::Setup(format!("cannot start the line editor: {e}")))?;
+    let history = services.config.home.history_path();
+    let _ = editor.load_history(&history);
+    let mut repl = Repl {
+        services,
+        options,
+        agent,
+        editor,
+    };
+    repl.banner();
+    loop {
+        match repl.editor.readline("› ") {
+            Ok(line) => {
+                let text = line.trim();
+                if text.is_empty() {
+                    continue;
+                }
+                let _ = repl.editor.add_history_entry(text);
+                match slash::parse(text) {
+                    Some(SlashCommand::Quit) => break,
+                    Some(cmd) => repl.slash(runtime, cmd),
+                    None => repl.turn(runtime, text),
+                }
+            }
+            Err(ReadlineError::Interrupted) => continue,
+            Err(ReadlineError::Eof) => break,
+            Err(e) => return Err(CliError::Setup(format!("cannot read input: {e}"))),
+        }
+    }
+    let _ = repl.editor.save_history(&history);
+    let _ = runtime.block_on(repl.agent.end("user_exit"));
+    println!("session {} saved; resume with: hermes -r {}", repl.agent.session_id(), repl.agent.session_id());
+    Ok(exit::OK)
+}
+
+impl Repl {
+    fn banner(&self) {
+        println!(
+            "hermes {} — {} · session {}\n/help for commands, Ctrl-C interrupts a turn, Ctrl-D exits.",
+            env!("CARGO_PKG_VERSION"),
+            self.agent.model(),
+            self.agent.session_id()
+        );
+        if !self.agent.history().is_empty() {
+            println!("(resumed: {} earlier messages)", self.agent.history().len());
+        }
+    }
+
+    fn turn(&mut self, runtime: &Runtime, text: &str) {
+        let approval_timeout = Duration::from_secs(self.services.config.approvals.timeout);
+        let Repl { agent, editor, .. } = self;
+        let result = runtime.block_on(async {
+            let cancel = CancellationToken::new();
+            let interrupt = cancel.clone();
+            let signal = tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    interrupt.cancel();
+                }
+            });
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            let mut view = TurnView::new(approval_timeout);
+            let result = {
+                let turn = agent.run_turn(text, &tx, &cancel);
+                tokio::pin!(turn);
+                loop {
+                    tokio::select! {
+                        result = &mut turn => break result,
+                        Some(event) = rx.recv() => view.show(event, editor),
+                    }
+                }
+            };
+            while let Ok(event) = rx.try_recv() {
+                view.show(event, editor);
+            }
+            signal.abort();
+            view.finish();
+            result
+        });
+        match result {
+            Ok(outcome) if outcome.exit == TurnExit::Interrupted => {
+                println!("  ⏹ interrupted — the conversation is kept; ask again or continue.");
+            }
+            Ok(_) => {}
+            Err(e) => eprintln!("error: {e}"),
+        }
+    }
+
+    fn slash(&mut self, runtime: &Runtime, cmd: SlashCommand) {
+        match cmd {
+            SlashCommand::Help => println!("{}", slash::help_text()),
+            SlashCommand::New => {
+                let _ = runtime.block_on(self.agent.end("new_session"));
+                let client = self.client();
+                match runtime.block_on(Agent::start(
+                    self.services.clone(),
+                    client,
+                    self.options.clone(),
+                )) {
+                    Ok(agent) => {
+                        self.agent = agent;
+                        println!("new session {}", self.agent.session_id());
+                    }
+                    Err(e) => eprintln!("error: cannot start a new session: {e}"),
+                }
+            }
+            SlashCommand::Model(None) => {
+                let client = self.client();
+                let p = client.provider();
+                println!("model {} via {} ({})", p.model, p.name, p.base_url);
+            }
+            SlashCommand::Model(Some(name)) => {
+                let mut provider = self.client().provider().clone();
+                provider.model = name;
+                match crate::llm::client_for(&provider) {
+                    Ok(client) => match runtime.block_on(self.agent.set_client(client)) {
+                        Ok(()) => println!("model is now {} for later turns", provider.model),
+                        Err(e) => eprintln!("error: {e}"),
+                    },
+                    Err(e) => eprintln!("error: {e}"),
+                }
+            }
+            SlashCommand::Tools => {
+                let names = self.agent.tool_names();
+                if names.is_empty() {
+                    println!("no tools are offered (toolsets: {})", self.options.toolsets.join(", "));
+                } else {
+                    println!("{} tools: {}", names.len(), names.join(", "));
+                }
+            }
+            SlashCommand::Usage => self.usage(runtime),
+            SlashCommand::Yolo => {
+                let on = !self.agent.approvals().yolo();
+                self.agent.approvals().set_yolo(on);
+                if on {
+                    println!("yolo ON: dangerous commands run without asking (the hardline floor still applies)");
+                } else {
+                    println!("yolo OFF: dangerous commands ask first");
+                }
+            }
+            SlashCommand::Retry => match self.agent.last_user_text() {
+                Some(text) => match runtime.block_on(self.agent.undo()) {
+                    Ok(_) => self.turn(runtime, &text),
+                    Err(e) => eprintln!("error: {e}"),
+                },
+                None => println!("nothing to retry yet"),
+            },
+            SlashCommand::Undo => match runtime.block_on(self.agent.undo()) {
+                Ok(0) => println!("nothing to undo"),
+                Ok(n) => println!("removed the last exchange ({n} messages; still searchable in state.db)"),
+                Err(e) => eprintln!("error: {e}"),
+            },
+            SlashCommand::Quit => {}
+            SlashCommand::Unknown(name) => println!("unknown command /{name}; /help lists commands"),
+        }
+    }
+
+    fn client(&self) -> Arc<dyn LlmClient> {
+        self.agent.client()
+    }
+
+    fn usage(&self, runtime: &Runtime) {
+        let store = self.services.store.clone();
+        let id = self.agent.session_id().to_string();
+        let row = runtime
+            .block_on(tokio::task::spawn_blocking(move || store.session(&id)))
+            .ok()
+            .and_then(Result::ok)
+            .flatten();
+        match row {
+            Some(r) => println!(
+                "session {}: {} model calls · input {} · output {} · cache read {} · cache write {} · reasoning {} tokens",
+                r.id,
+                r.api_call_count,
+                r.input_tokens,
+                r.output_tokens,
+                r.cache_read_tokens,
+                r.cache_write_tokens,
+                r.reasoning_tokens
+            ),
+            None => {
+                let u = self.agent.session_usage();
+                println!(
+                    "this session: input {} · output {} tokens",
+                    u.input_tokens, u.output_tokens
+                );
+            }
+        }
+    }
+}
+
+/// Renders one turn's events: streamed text inline, tool lines on their own lines.
+struct TurnView {
+    lines: ProgressLines,
+    approval_timeout: Duration,
+    /// True while the cursor is in the middle of streamed text.
+    mid_text: bool,
+}
+
+impl TurnView {
+    fn new(approval_timeout: Duration) -> Self {
+        TurnView {
+            lines: ProgressLines::default(),
+            approval_timeout,
+            mid_text: false,
+        }
+    }
+
+    fn show(&mut self, event: AgentEvent, editor: &mut DefaultEditor) {
+        match event {
+            AgentEvent::TextDelta(text) => {
+                print!("{text}");
+                let _ = std::io::stdout().flush();
+                self.mid_text = !text.ends_with('\n');
+            }
+            AgentEvent::ApprovalNeeded { request, respond } => {
+                self.break_line();
+                let choice = ask_approval(&request, editor, self.approval_timeout);
+                let _ = respond.send(choice);
+            }
+            other => {
+                if let Some(line) = self.lines.line_for(&other) {
+                    self.break_line();
+                    println!("{line}");
+                }
+            }
+        }
+    }
+
+    fn break_line(&mut self) {
+        if self.mid_text {
+            println!();
+            self.mid_text = false;
+        }
+    }
+
+    fn finish(&mut self) {
+        self.break_line();
+    }
+}
+
+/// Asks once/session/always/deny. EOF, an unknown answer, or an answer after the timeout deny.
+fn ask_approval(
+    request: &ApprovalRequest,
+    editor: &mut DefaultEditor,
+    timeout: Duration,
+) -> ApprovalChoice {
+    println!("⚠️  DANGEROUS COMMAND: {}", request.reasons.join("; "));
+    println!("    {}", request.command);
+    let asked = Instant::now();
+    let answer = tokio::task::block_in_place(|| {
+        editor.readline("    [o]nce | [s]ession | [a]lways | [d]eny — choice [o/s/a/D]: ")
+    });
+    let choice = match answer {
+        Ok(a) => match a.trim().to_ascii_lowercase().as_str() {
+            "o" | "once" | "y" | "yes" => ApprovalChoice::Once,
+            "s" | "session" => ApprovalChoice::Session,
+            "a" | "always" => ApprovalChoice::Always,
+            _ => ApprovalChoice::Deny,
+        },
+        Err(_) => ApprovalChoice::Deny,
+    };
+    // The gate's timeout cannot interrupt a blocking read; a late answer still counts as a deny.
+    if choice != ApprovalChoice::Deny && asked.elapsed() > timeout {
+        println!("    answered too late: denied");
+        return ApprovalChoice::Deny;
+    }
+    if choice == ApprovalChoice::Deny {
+        println!("    denied");
+    }
+    choice
+}
+

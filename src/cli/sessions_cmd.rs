@@ -1,0 +1,203 @@
+//! `hermes sessions list|show|export|delete`: reading state.db for people and scripts.
+//! The `--json` and `jsonl` outputs are a contract: other tools parse them.
+
+use std::io::{IsTerminal, Write};
+
+use serde_json::{json, Value};
+
+use crate::cli::args::{ExportFormat, SessionsCommand};
+use crate::cli::{exit, CliError};
+use crate::llm::ToolCall;
+use crate::sessions::{SessionRow, SessionStore, StoredMessage};
+
+pub fn run(store: &SessionStore, action: SessionsCommand) -> Result<u8, CliError> {
+    match action {
+        SessionsCommand::List { json, limit } => {
+            let rows = store.list_sessions(limit)?;
+            if json {
+                let list: Vec<Value> = rows.iter().map(session_json).collect();
+                println!("{}", Value::Array(list));
+            } else if rows.is_empty() {
+                println!("no sessions yet");
+            } else {
+                println!("{:<24} {:<8} {:>5}  {:<20} {}", "ID", "SOURCE", "MSGS", "STARTED", "MODEL");
+                for r in rows {
+                    println!(
+                        "{:<24} {:<8} {:>5}  {:<20} {}",
+                        r.id,
+                        r.source,
+                        r.message_count,
+                        format_time(r.started_at),
+                        r.model.as_deref().unwrap_or("-")
+                    );
+                }
+            }
+            Ok(exit::OK)
+        }
+        SessionsCommand::Show { id, json } => {
+            let (row, messages) = load(store, &id)?;
+            if json {
+                let doc = json!({
+                    "session": session_json(&row),
+                    "messages": messages.iter().map(message_json).collect::<Vec<_>>(),
+                });
+                println!("{doc}");
+            } else {
+                print!("{}", markdown(&row, &messages));
+            }
+            Ok(exit::OK)
+        }
+        SessionsCommand::Export { id, format, output } => {
+            let (row, messages) = load(store, &id)?;
+            let text = match format {
+                ExportFormat::Jsonl => {
+                    let mut doc = session_json(&row);
+                    doc["messages"] =
+                        Value::Array(messages.iter().map(message_json).collect());
+                    format!("{doc}\n")
+                }
+                ExportFormat::Md => markdown(&row, &messages),
+            };
+            match output {
+                Some(path) => {
+                    crate::util::atomic_write(&path, text.as_bytes()).map_err(|e| {
+                        CliError::Setup(format!("cannot write {}: {e}", path.display()))
+                    })?;
+                    eprintln!("exported {} to {}", row.id, path.display());
+                }
+                None => {
+                    let mut out = std::io::stdout().lock();
+                    out.write_all(text.as_bytes())?;
+                }
+            }
+            Ok(exit::OK)
+        }
+        SessionsCommand::Delete { id, yes } => {
+            let Some(row) = store.find_session(&id)? else {
+                return Err(not_found(&id));
+            };
+            if !yes && std::io::stdin().is_terminal() {
+                print!("Delete session {} ({} messages)? [y/N] ", row.id, row.message_count);
+                std::io::stdout().flush()?;
+                let mut answer = String::new();
+                std::io::stdin().read_line(&mut answer)?;
+                if !matches!(answer.trim(), "y" | "Y" | "yes") {
+                    println!("kept");
+                    return Ok(exit::OK);
+                }
+            }
+            if store.delete_session(&row.id)? {
+                println!("deleted session {}", row.id);
+                Ok(exit::OK)
+            } else {
+                Err(not_found(&id))
+            }
+        }
+    }
+}
+
+fn not_found(id: &str) -> CliError {
+    CliError::NotFound(format!(
+        "no session matches `{id}`; `hermes sessions list` shows the ids"
+    ))
+}
+
+fn load(store: &SessionStore, id: &str) -> Result<(SessionRow, Vec<StoredMessage>), CliError> {
+    let row = store.find_session(id)?.ok_or_else(|| not_found(id))?;
+    let messages = store.messages(&row.id)?;
+    Ok((row, messages))
+}
+
+fn session_json(r: &SessionRow) -> Value {
+    json!({
+        "id": r.id,
+        "source": r.source,
+        "title": r.title,
+        "model": r.model,
+        "billing_provider": r.billing_provider,
+        "billing_base_url": r.billing_base_url,
+        "parent_session_id": r.parent_session_id,
+        "cwd": r.cwd,
+        "started_at": r.started_at,
+        "ended_at": r.ended_at,
+        "end_reason": r.end_reason,
+        "message_count": r.message_count,
+        "tool_call_count": r.tool_call_count,
+        "api_call_count": r.api_call_count,
+        "input_tokens": r.input_tokens,
+        "output_tokens": r.output_tokens,
+        "cache_read_tokens": r.cache_read_tokens,
+        "cache_write_tokens": r.cache_write_tokens,
+        "reasoning_tokens": r.reasoning_tokens,
+        "system_prompt": r.system_prompt,
+    })
+}
+
+fn message_json(m: &StoredMessage) -> Value {
+    let msg = &m.message;
+    let tool_calls = if msg.tool_calls.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&ToolCall::list_to_json(&msg.tool_calls)).unwrap_or(Value::Null)
+    };
+    json!({
+        "id": m.id,
+        "role": msg.role.as_str(),
+        "content": msg.content,
+        "tool_calls": tool_calls,
+        "tool_call_id": msg.tool_call_id,
+        "tool_name": msg.tool_name,
+        "timestamp": m.timestamp,
+        "finish_reason": msg.finish_reason,
+        "reasoning": msg.reasoning,
+    })
+}
+
+fn markdown(row: &SessionRow, messages: &[StoredMessage]) -> String {
+    let mut out = format!(
+        "# Session {}\n\n- started: {}\n- source: {}\n- model: {}\n- messages: {}\n- tokens: {} in / {} out\n",
+        row.id,
+        format_time(row.started_at),
+        row.source,
+        row.model.as_deref().unwrap_or("-"),
+        row.message_count,
+        row.input_tokens,
+        row.output_tokens,
+    );
+    for m in messages {
+        let msg = &m.message;
+        let heading = match msg.role {
+            crate::llm::Role::Tool => format!(
+                "Tool result ({})",
+                msg.tool_name.as_deref().unwrap_or("unknown tool")
+            ),
+            role => {
+                let r = role.as_str();
+                let mut chars = r.chars();
+                chars
+                    .next()
+                    .map(|c| c.to_uppercase().chain(chars).collect())
+                    .unwrap_or_default()
+            }
+        };
+        out.push_str(&format!("\n## {heading}\n\n"));
+        if let Some(text) = &msg.content {
+            out.push_str(text.trim_end());
+            out.push('\n');
+        }
+        for call in &msg.tool_calls {
+            out.push_str(&format!("\n→ `{}({})`\n", call.name, call.arguments));
+        }
+    }
+    out
+}
+
+fn format_time(ts: f64) -> String {
+    chrono::DateTime::from_timestamp(ts as i64, 0)
+        .map(|t| {
+            t.with_timezone(&chrono::Local)
+                .format("%Y-%m-%d %H:%M")
+                .to_string()
+        })
+        .unwrap_or_else(|| "-".to_string())
+}

@@ -1,0 +1,6 @@
+//! Integration test modules, one per area.
+
+pub mod cli_agent;
+pub mod cli_errors;
+pub mod llm_client;
+pub mod sessions_compat;

@@ -1,0 +1,5 @@
+//! Test support: the scripted mock LLM server and a harness for running the real binary.
+#![allow(dead_code)]
+
+pub mod harness;
+pub mod mock_llm;
