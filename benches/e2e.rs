@@ -25,7 +25,10 @@ fn main() {
     for i in 0..10 {
         std::fs::write(cwd.path().join(format!("f{i}.txt")), format!("file {i}\n")).unwrap();
     }
-    println!("hermes e2e benchmark ({RUNS} runs each, medians)\nbinary: {}", bin.display());
+    println!(
+        "hermes e2e benchmark ({RUNS} runs each, medians)\nbinary: {}",
+        bin.display()
+    );
 
     let version = median((0..RUNS).map(|_| {
         let t = Instant::now();
@@ -94,7 +97,9 @@ fn run_rounds(bin: &Path, home: &Path, cwd: &Path, rounds: usize) -> (Duration, 
     script.push(Reply::text("done"));
     let mock = MockLlm::with_script(script);
     let t = Instant::now();
-    let child = hermes(bin, home, cwd, &mock, &["-z", "go"]).spawn().unwrap();
+    let child = hermes(bin, home, cwd, &mock, &["-z", "go"])
+        .spawn()
+        .unwrap();
     let (status, rss) = wait_with_rusage(child);
     let elapsed = t.elapsed();
     assert!(status == 0, "hermes exited with {status}");

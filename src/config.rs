@@ -22,7 +22,9 @@ pub enum ConfigError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{path} is not valid YAML: {message}\nfix the file or move it away to start from defaults")]
+    #[error(
+        "{path} is not valid YAML: {message}\nfix the file or move it away to start from defaults"
+    )]
     Syntax { path: PathBuf, message: String },
     #[error("{path}: unknown key `{key}`{hint}")]
     UnknownKey {
@@ -114,7 +116,10 @@ pub struct EnvVars(BTreeMap<String, String>);
 
 impl EnvVars {
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.0.get(key).map(String::as_str).filter(|v| !v.is_empty())
+        self.0
+            .get(key)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
     }
     pub fn set(&mut self, key: impl Into<String>, value: impl Into<String>) {
         self.0.insert(key.into(), value.into());
@@ -460,47 +465,166 @@ fn decode<T: serde::de::DeserializeOwned>(
 
 /// Top-level keys known to Python Hermes 0.19 or to us. Unknown ones are typos.
 const KNOWN_TOP: &[&str] = &[
-    "_config_version", "model", "providers", "fallback_providers", "credential_pool_strategies",
-    "toolsets", "max_concurrent_sessions", "max_live_sessions", "context_file_max_chars",
-    "file_read_max_chars", "mcp_discovery_timeout", "prefill_messages_file", "honcho", "timezone",
-    "whatsapp", "command_allowlist", "quick_commands", "platform_hints", "hooks",
-    "hooks_auto_accept", "personalities", "paste_collapse_threshold",
-    "paste_collapse_char_threshold", "custom_providers", "fallback_model", "mcp_servers",
-    "image_gen", "video_gen", "plugins", "smart_model_routing", "platform_toolsets",
-    "known_plugin_toolsets", "session_reset", "group_sessions_per_user",
-    "thread_sessions_per_user", "stt_echo_transcripts", "reset_triggers", "always_log_local",
-    "filter_silence_narration", "multiplex_profiles", "profile_routes", "platforms",
-    "require_mention", "unauthorized_dm_behavior", "signal", "agent", "terminal", "compression",
-    "memory", "skills", "curator", "delegation", "approvals", "security", "auxiliary",
-    "tool_output", "tool_loop_guardrails", "checkpoints", "prompt_caching", "context",
-    "code_execution", "tools", "sessions", "cron", "streaming", "gateway", "display", "web",
-    "browser", "tts", "stt", "voice", "human_delay", "goals", "moa", "slack", "discord",
-    "telegram", "mattermost", "matrix", "logging", "model_catalog", "lsp", "x_search", "secrets",
-    "updates", "onboarding", "dashboard", "privacy", "network", "kanban", "openrouter", "bedrock",
-    "vertex", "desktop", "computer_use",
+    "_config_version",
+    "model",
+    "providers",
+    "fallback_providers",
+    "credential_pool_strategies",
+    "toolsets",
+    "max_concurrent_sessions",
+    "max_live_sessions",
+    "context_file_max_chars",
+    "file_read_max_chars",
+    "mcp_discovery_timeout",
+    "prefill_messages_file",
+    "honcho",
+    "timezone",
+    "whatsapp",
+    "command_allowlist",
+    "quick_commands",
+    "platform_hints",
+    "hooks",
+    "hooks_auto_accept",
+    "personalities",
+    "paste_collapse_threshold",
+    "paste_collapse_char_threshold",
+    "custom_providers",
+    "fallback_model",
+    "mcp_servers",
+    "image_gen",
+    "video_gen",
+    "plugins",
+    "smart_model_routing",
+    "platform_toolsets",
+    "known_plugin_toolsets",
+    "session_reset",
+    "group_sessions_per_user",
+    "thread_sessions_per_user",
+    "stt_echo_transcripts",
+    "reset_triggers",
+    "always_log_local",
+    "filter_silence_narration",
+    "multiplex_profiles",
+    "profile_routes",
+    "platforms",
+    "require_mention",
+    "unauthorized_dm_behavior",
+    "signal",
+    "agent",
+    "terminal",
+    "compression",
+    "memory",
+    "skills",
+    "curator",
+    "delegation",
+    "approvals",
+    "security",
+    "auxiliary",
+    "tool_output",
+    "tool_loop_guardrails",
+    "checkpoints",
+    "prompt_caching",
+    "context",
+    "code_execution",
+    "tools",
+    "sessions",
+    "cron",
+    "streaming",
+    "gateway",
+    "display",
+    "web",
+    "browser",
+    "tts",
+    "stt",
+    "voice",
+    "human_delay",
+    "goals",
+    "moa",
+    "slack",
+    "discord",
+    "telegram",
+    "mattermost",
+    "matrix",
+    "logging",
+    "model_catalog",
+    "lsp",
+    "x_search",
+    "secrets",
+    "updates",
+    "onboarding",
+    "dashboard",
+    "privacy",
+    "network",
+    "kanban",
+    "openrouter",
+    "bedrock",
+    "vertex",
+    "desktop",
+    "computer_use",
     // hermes (Rust) additions
-    "custom_toolsets", "budget",
+    "custom_toolsets",
+    "budget",
 ];
 
 const KNOWN_AGENT: &[&str] = &[
-    "max_turns", "gateway_timeout", "api_max_retries", "tool_use_enforcement",
-    "intent_ack_continuation", "task_completion_guidance", "parallel_tool_call_guidance",
-    "environment_probe", "coding_context", "verify_guidance", "max_verify_nudges",
-    "verify_on_stop", "gateway_timeout_warning", "clarify_timeout", "gateway_notify_interval",
-    "image_input_mode", "disabled_toolsets", "reasoning_overrides", "local_stream_stale_timeout",
-    "reasoning_effort", "service_tier", "max_tokens",
+    "max_turns",
+    "gateway_timeout",
+    "api_max_retries",
+    "tool_use_enforcement",
+    "intent_ack_continuation",
+    "task_completion_guidance",
+    "parallel_tool_call_guidance",
+    "environment_probe",
+    "coding_context",
+    "verify_guidance",
+    "max_verify_nudges",
+    "verify_on_stop",
+    "gateway_timeout_warning",
+    "clarify_timeout",
+    "gateway_notify_interval",
+    "image_input_mode",
+    "disabled_toolsets",
+    "reasoning_overrides",
+    "local_stream_stale_timeout",
+    "reasoning_effort",
+    "service_tier",
+    "max_tokens",
 ];
 
 const KNOWN_TERMINAL: &[&str] = &[
-    "backend", "modal_mode", "cwd", "timeout", "env_passthrough", "home_mode", "docker_image",
-    "modal_image", "daytona_image", "singularity_image", "container_cpu", "container_memory",
-    "container_disk", "container_persistent", "docker_volumes", "docker_mount_cwd_to_workspace",
-    "docker_network", "docker_run_as_host_user", "persistent_shell", "ssh_host", "ssh_user",
-    "ssh_port", "ssh_key", "lifetime_seconds",
+    "backend",
+    "modal_mode",
+    "cwd",
+    "timeout",
+    "env_passthrough",
+    "home_mode",
+    "docker_image",
+    "modal_image",
+    "daytona_image",
+    "singularity_image",
+    "container_cpu",
+    "container_memory",
+    "container_disk",
+    "container_persistent",
+    "docker_volumes",
+    "docker_mount_cwd_to_workspace",
+    "docker_network",
+    "docker_run_as_host_user",
+    "persistent_shell",
+    "ssh_host",
+    "ssh_user",
+    "ssh_port",
+    "ssh_key",
+    "lifetime_seconds",
 ];
 
 const KNOWN_APPROVALS: &[&str] = &[
-    "mode", "timeout", "cron_mode", "deny", "mcp_reload_confirm", "destructive_slash_confirm",
+    "mode",
+    "timeout",
+    "cron_mode",
+    "deny",
+    "mcp_reload_confirm",
+    "destructive_slash_confirm",
 ];
 
 const KNOWN_TOOL_OUTPUT: &[&str] = &["max_bytes", "max_lines", "max_line_length"];
@@ -710,7 +834,9 @@ mod tests {
 
     #[test]
     fn ill_typed_key_is_named() {
-        let e = parse("agent:\n  max_turns: lots\n").unwrap_err().to_string();
+        let e = parse("agent:\n  max_turns: lots\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("agent.max_turns"), "{e}");
         let e = parse("toolsets: 5\n").unwrap_err().to_string();
         assert!(e.contains("toolsets"), "{e}");

@@ -2,5 +2,5 @@
 //! against the scripted mock LLM in `support/`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
 mod suite;
+mod support;

@@ -139,12 +139,23 @@ pub fn find_context_file(cwd: &Path, max_chars: usize) -> Option<ContextFile> {
         }
         dir = d.parent();
     }
-    ["AGENTS.md", "agents.md", "CLAUDE.md", "claude.md", ".cursorrules"]
-        .iter()
-        .find_map(|name| read_context(cwd, name, max_chars, false))
+    [
+        "AGENTS.md",
+        "agents.md",
+        "CLAUDE.md",
+        "claude.md",
+        ".cursorrules",
+    ]
+    .iter()
+    .find_map(|name| read_context(cwd, name, max_chars, false))
 }
 
-fn read_context(dir: &Path, name: &str, max_chars: usize, strip_front: bool) -> Option<ContextFile> {
+fn read_context(
+    dir: &Path,
+    name: &str,
+    max_chars: usize,
+    strip_front: bool,
+) -> Option<ContextFile> {
     let path = dir.join(name);
     if !path.is_file() {
         return None;
@@ -184,7 +195,10 @@ fn strip_frontmatter(text: &str) -> &str {
     let Some(rest) = text.strip_prefix("---") else {
         return text;
     };
-    let Some(rest) = rest.strip_prefix('\n').or_else(|| rest.strip_prefix("\r\n")) else {
+    let Some(rest) = rest
+        .strip_prefix('\n')
+        .or_else(|| rest.strip_prefix("\r\n"))
+    else {
         return text;
     };
     match rest.find("\n---") {

@@ -3,11 +3,7 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
-#[command(
-    name = "hermes",
-    version,
-    about = "A self-improving personal AI agent"
-)]
+#[command(name = "hermes", version, about = "A self-improving personal AI agent")]
 pub struct Cli {
     /// One-shot: answer PROMPT, print only the final answer, exit.
     #[arg(short = 'z', long = "oneshot", value_name = "PROMPT")]

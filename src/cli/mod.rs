@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use crate::agent::{AgentError, Services};
 use crate::config::ConfigError;
-use crate::llm::provider::ProviderError;
 use crate::llm::LlmError;
+use crate::llm::provider::ProviderError;
 use crate::sessions::StoreError;
 
 pub use args::Cli;

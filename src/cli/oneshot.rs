@@ -6,7 +6,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{AgentEvent, TurnExit};
 use crate::cli::args::RunArgs;
 use crate::cli::render::ProgressLines;
-use crate::cli::{exit, setup, CliError};
+use crate::cli::{CliError, exit, setup};
 use crate::config::Config;
 
 /// How the answer is printed.
@@ -18,7 +18,12 @@ pub enum Style {
     Chat { quiet: bool },
 }
 
-pub async fn run(args: &RunArgs, config: Config, prompt: &str, style: Style) -> Result<u8, CliError> {
+pub async fn run(
+    args: &RunArgs,
+    config: Config,
+    prompt: &str,
+    style: Style,
+) -> Result<u8, CliError> {
     let services = crate::cli::services(config)?;
     let client = setup::make_client(args, &services.config).await?;
     // No one can answer approval questions here: dangerous commands are refused unless --yolo.
@@ -38,10 +43,8 @@ pub async fn run(args: &RunArgs, config: Config, prompt: &str, style: Style) -> 
     let printer = tokio::spawn(async move {
         let mut lines = ProgressLines::default();
         while let Some(event) = rx.recv().await {
-            if show_progress {
-                if let Some(line) = lines.line_for(&event) {
-                    eprintln!("{line}");
-                }
+            if show_progress && let Some(line) = lines.line_for(&event) {
+                eprintln!("{line}");
             }
         }
     });
@@ -53,7 +56,10 @@ pub async fn run(args: &RunArgs, config: Config, prompt: &str, style: Style) -> 
     let _ = agent.end("completed").await;
     match outcome.exit {
         TurnExit::Interrupted => {
-            eprintln!("hermes: interrupted; resume with: hermes -r {}", agent.session_id());
+            eprintln!(
+                "hermes: interrupted; resume with: hermes -r {}",
+                agent.session_id()
+            );
             Ok(exit::INTERRUPTED)
         }
         TurnExit::Completed | TurnExit::BudgetExhausted => {

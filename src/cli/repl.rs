@@ -5,8 +5,8 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rustyline::error::ReadlineError;
 use rustyline::DefaultEditor;
+use rustyline::error::ReadlineError;
 use tokio::runtime::Runtime;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -15,7 +15,7 @@ use crate::agent::{Agent, AgentEvent, AgentOptions, Services, TurnExit};
 use crate::cli::args::RunArgs;
 use crate::cli::render::ProgressLines;
 use crate::cli::slash::{self, SlashCommand};
-use crate::cli::{exit, setup, CliError};
+use crate::cli::{CliError, exit, setup};
 use crate::config::Config;
 use crate::llm::LlmClient;
 use crate::security::approval::{ApprovalChoice, ApprovalRequest};
@@ -64,7 +64,11 @@ pub fn run(runtime: &Runtime, args: &RunArgs, config: Config) -> Result<u8, CliE
     }
     let _ = repl.editor.save_history(&history);
     let _ = runtime.block_on(repl.agent.end("user_exit"));
-    println!("session {} saved; resume with: hermes -r {}", repl.agent.session_id(), repl.agent.session_id());
+    println!(
+        "session {} saved; resume with: hermes -r {}",
+        repl.agent.session_id(),
+        repl.agent.session_id()
+    );
     Ok(exit::OK)
 }
 
@@ -157,7 +161,10 @@ impl Repl {
             SlashCommand::Tools => {
                 let names = self.agent.tool_names();
                 if names.is_empty() {
-                    println!("no tools are offered (toolsets: {})", self.options.toolsets.join(", "));
+                    println!(
+                        "no tools are offered (toolsets: {})",
+                        self.options.toolsets.join(", ")
+                    );
                 } else {
                     println!("{} tools: {}", names.len(), names.join(", "));
                 }
@@ -167,7 +174,9 @@ impl Repl {
                 let on = !self.agent.approvals().yolo();
                 self.agent.approvals().set_yolo(on);
                 if on {
-                    println!("yolo ON: dangerous commands run without asking (the hardline floor still applies)");
+                    println!(
+                        "yolo ON: dangerous commands run without asking (the hardline floor still applies)"
+                    );
                 } else {
                     println!("yolo OFF: dangerous commands ask first");
                 }
@@ -181,11 +190,15 @@ impl Repl {
             },
             SlashCommand::Undo => match runtime.block_on(self.agent.undo()) {
                 Ok(0) => println!("nothing to undo"),
-                Ok(n) => println!("removed the last exchange ({n} messages; still searchable in state.db)"),
+                Ok(n) => println!(
+                    "removed the last exchange ({n} messages; still searchable in state.db)"
+                ),
                 Err(e) => eprintln!("error: {e}"),
             },
             SlashCommand::Quit => {}
-            SlashCommand::Unknown(name) => println!("unknown command /{name}; /help lists commands"),
+            SlashCommand::Unknown(name) => {
+                println!("unknown command /{name}; /help lists commands")
+            }
         }
     }
 
@@ -197,7 +210,7 @@ impl Repl {
         let store = self.services.store.clone();
         let id = self.agent.session_id().to_string();
         let row = runtime
-            .block_on(tokio::task::spawn_blocking(move || store.session(&id)))
+            .block_on(runtime.spawn_blocking(move || store.session(&id)))
             .ok()
             .and_then(Result::ok)
             .flatten();
@@ -304,4 +317,3 @@ fn ask_approval(
     }
     choice
 }
-

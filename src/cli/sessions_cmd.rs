@@ -3,10 +3,10 @@
 
 use std::io::{IsTerminal, Write};
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::cli::args::{ExportFormat, SessionsCommand};
-use crate::cli::{exit, CliError};
+use crate::cli::{CliError, exit};
 use crate::llm::ToolCall;
 use crate::sessions::{SessionRow, SessionStore, StoredMessage};
 
@@ -20,7 +20,10 @@ pub fn run(store: &SessionStore, action: SessionsCommand) -> Result<u8, CliError
             } else if rows.is_empty() {
                 println!("no sessions yet");
             } else {
-                println!("{:<24} {:<8} {:>5}  {:<20} {}", "ID", "SOURCE", "MSGS", "STARTED", "MODEL");
+                println!(
+                    "{:<24} {:<8} {:>5}  {:<20} MODEL",
+                    "ID", "SOURCE", "MSGS", "STARTED"
+                );
                 for r in rows {
                     println!(
                         "{:<24} {:<8} {:>5}  {:<20} {}",
@@ -52,8 +55,7 @@ pub fn run(store: &SessionStore, action: SessionsCommand) -> Result<u8, CliError
             let text = match format {
                 ExportFormat::Jsonl => {
                     let mut doc = session_json(&row);
-                    doc["messages"] =
-                        Value::Array(messages.iter().map(message_json).collect());
+                    doc["messages"] = Value::Array(messages.iter().map(message_json).collect());
                     format!("{doc}\n")
                 }
                 ExportFormat::Md => markdown(&row, &messages),
@@ -77,7 +79,10 @@ pub fn run(store: &SessionStore, action: SessionsCommand) -> Result<u8, CliError
                 return Err(not_found(&id));
             };
             if !yes && std::io::stdin().is_terminal() {
-                print!("Delete session {} ({} messages)? [y/N] ", row.id, row.message_count);
+                print!(
+                    "Delete session {} ({} messages)? [y/N] ",
+                    row.id, row.message_count
+                );
                 std::io::stdout().flush()?;
                 let mut answer = String::new();
                 std::io::stdin().read_line(&mut answer)?;

@@ -7,11 +7,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::agent::{Agent, AgentError, AgentOptions, Services};
-use crate::cli::args::RunArgs;
 use crate::cli::CliError;
+use crate::cli::args::RunArgs;
 use crate::config::{Config, HermesHome};
-use crate::llm::provider::{self, ProviderFlags, ResolveInputs};
 use crate::llm::LlmClient;
+use crate::llm::provider::{self, ProviderFlags, ResolveInputs};
 use crate::sessions::SessionStore;
 
 /// Logs rotate past this size (Python Hermes: 5 MB × 3).
@@ -29,10 +29,10 @@ pub fn load_config() -> Result<Config, CliError> {
 
 fn seed_soul(home: &HermesHome) {
     let path = home.soul_path();
-    if !path.exists() {
-        if let Err(e) = std::fs::write(&path, crate::agent::prompt::default_identity()) {
-            tracing::warn!(path = %path.display(), error = %e, "cannot seed SOUL.md");
-        }
+    if !path.exists()
+        && let Err(e) = std::fs::write(&path, crate::agent::prompt::default_identity())
+    {
+        tracing::warn!(path = %path.display(), error = %e, "cannot seed SOUL.md");
     }
 }
 

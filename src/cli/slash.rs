@@ -21,7 +21,10 @@ pub enum SlashCommand {
 pub const HELP: &[(&str, &str)] = &[
     ("/help", "show this list"),
     ("/new, /reset", "start a fresh session"),
-    ("/model [NAME]", "show the model, or switch to NAME for later turns"),
+    (
+        "/model [NAME]",
+        "show the model, or switch to NAME for later turns",
+    ),
     ("/tools", "list the tools offered to the model"),
     ("/usage", "token usage of this session"),
     ("/yolo", "toggle running dangerous commands without asking"),

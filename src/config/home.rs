@@ -85,7 +85,10 @@ impl HermesHome {
             std::fs::create_dir_all(&dir).map_err(|e| {
                 io::Error::new(
                     e.kind(),
-                    format!("cannot create {}: {e} (is HERMES_HOME writable?)", dir.display()),
+                    format!(
+                        "cannot create {}: {e} (is HERMES_HOME writable?)",
+                        dir.display()
+                    ),
                 )
             })?;
         }

@@ -107,9 +107,9 @@ impl LlmError {
 
     fn hint(&self) -> Option<&'static str> {
         match self.reason {
-            FailoverReason::Auth | FailoverReason::AuthPermanent => {
-                Some("check the API key (--api-key, OPENAI_API_KEY or model.api_key in config.yaml)")
-            }
+            FailoverReason::Auth | FailoverReason::AuthPermanent => Some(
+                "check the API key (--api-key, OPENAI_API_KEY or model.api_key in config.yaml)",
+            ),
             FailoverReason::Billing => Some("the provider reports a billing or quota problem"),
             FailoverReason::ModelNotFound => Some("check the model name (-m/--model)"),
             FailoverReason::ContextOverflow => {
@@ -198,10 +198,16 @@ mod tests {
             FailoverReason::Billing
         );
         assert_eq!(
-            classify(Some(400), "This model's maximum context length is 8192 tokens"),
+            classify(
+                Some(400),
+                "This model's maximum context length is 8192 tokens"
+            ),
             FailoverReason::ContextOverflow
         );
-        assert_eq!(classify(Some(400), "bad field"), FailoverReason::FormatError);
+        assert_eq!(
+            classify(Some(400), "bad field"),
+            FailoverReason::FormatError
+        );
         assert_eq!(classify(Some(401), "invalid key"), FailoverReason::Auth);
         assert_eq!(
             classify(Some(401), "token_revoked"),

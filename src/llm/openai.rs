@@ -20,6 +20,7 @@ use async_openai::traits::RequestOptionsBuilder;
 use async_openai::types::stream::StreamResponse;
 use futures::StreamExt;
 use reqwest::header::ACCEPT;
+use serde::Deserialize;
 use serde_json::Value;
 use tokio::time::{Instant, timeout_at};
 
@@ -166,7 +167,7 @@ impl OpenAiClient {
         tools_offered: bool,
     ) -> Result<Vec<LlmEvent>, LlmError> {
         let shown = || crate::util::truncate_chars(&answer.to_string(), 2000).to_string();
-        let completion: wire::Completion = serde_json::from_value(answer.clone()).map_err(|e| {
+        let completion = wire::Completion::deserialize(&answer).map_err(|e| {
             self.errors.finish(LlmError::new(
                 FailoverReason::Unknown,
                 format!(
@@ -204,7 +205,7 @@ impl OpenAiClient {
 #[async_trait::async_trait]
 impl LlmClient for OpenAiClient {
     async fn stream(&self, request: ChatRequest) -> Result<LlmStream, LlmError> {
-        let deadline = Instant::now() + self.provider.request_timeout;
+        let deadline = after(self.provider.request_timeout);
         if !self.streaming_disabled() {
             match self.open_stream(&request, deadline).await {
                 Ok(inner) => {
@@ -292,8 +293,7 @@ impl Driver {
         } else {
             self.idle
         };
-        let idle_deadline = Instant::now() + quiet;
-        let limit = idle_deadline.min(self.deadline);
+        let limit = after(quiet).min(self.deadline);
         match timeout_at(limit, self.inner.next()).await {
             // The answer is whole; a missing `[DONE]` or trailing hiccup does not spoil it.
             Err(_) | Ok(None) | Ok(Some(Err(_))) if complete => self.succeed(),
@@ -318,7 +318,7 @@ impl Driver {
                 self.fail(http::incomplete_stream(&detail));
             }
             Ok(Some(Ok(value))) => {
-                let chunk = match serde_json::from_value::<wire::Chunk>(value.clone()) {
+                let chunk = match wire::Chunk::deserialize(&value) {
                     Ok(chunk) => chunk,
                     Err(e) => {
                         return self.fail(LlmError::new(
@@ -354,6 +354,13 @@ impl Driver {
         self.queue.push_back(Err(err));
         self.finished = true;
     }
+}
+
+/// `now + timeout`, saturating: a configured timeout of "forever" must not overflow `Instant`.
+fn after(timeout: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout)
+        .unwrap_or_else(|| now + Duration::from_secs(10 * 365 * 24 * 3600))
 }
 
 /// reqwest (built without a bundled crypto provider) panics when it builds a client and no rustls

@@ -175,10 +175,11 @@ pub async fn resolve(inputs: ResolveInputs<'_>) -> Result<Provider, ProviderErro
             cfg.provider.clone()
         }
     });
-    let explicit_base = flags
-        .base_url
-        .clone()
-        .or_else(|| (flags.provider.is_none()).then(|| cfg.base_url.clone()).flatten());
+    let explicit_base = flags.base_url.clone().or_else(|| {
+        (flags.provider.is_none())
+            .then(|| cfg.base_url.clone())
+            .flatten()
+    });
     let explicit_key = flags.api_key.clone().or_else(|| cfg.api_key.clone());
 
     let (name, base_url, key) = if explicit_name.is_some() || explicit_base.is_some() {
@@ -193,11 +194,14 @@ pub async fn resolve(inputs: ResolveInputs<'_>) -> Result<Provider, ProviderErro
                 name: name.clone(),
                 env: known.base_env.unwrap_or("CUSTOM_BASE_URL").to_string(),
             })?;
-        let key = explicit_key.or_else(|| known.key_env.and_then(|e| env.get(e)).map(str::to_string));
+        let key =
+            explicit_key.or_else(|| known.key_env.and_then(|e| env.get(e)).map(str::to_string));
         (name, base, key)
-    } else if let Some(key) = env.get("OPENAI_API_KEY").map(str::to_string).or_else(|| {
-        env.get("OPENAI_BASE_URL").map(|_| String::new())
-    }) {
+    } else if let Some(key) = env
+        .get("OPENAI_API_KEY")
+        .map(str::to_string)
+        .or_else(|| env.get("OPENAI_BASE_URL").map(|_| String::new()))
+    {
         // 3. Environment.
         let base = env
             .get("OPENAI_BASE_URL")
@@ -240,7 +244,10 @@ pub async fn resolve(inputs: ResolveInputs<'_>) -> Result<Provider, ProviderErro
     let key = key.filter(|k| !k.is_empty());
     if key.is_none() && matches!(name.as_str(), "openai" | "openrouter") {
         return Err(ProviderError::NoApiKey {
-            env: lookup(&name)?.key_env.unwrap_or("OPENAI_API_KEY").to_string(),
+            env: lookup(&name)?
+                .key_env
+                .unwrap_or("OPENAI_API_KEY")
+                .to_string(),
             name,
         });
     }
@@ -293,7 +300,11 @@ async fn probe_local(timeout: Duration) -> Option<(&'static str, String, Vec<Str
 }
 
 /// `GET {base}/models` → model ids; `None` when the server does not answer in time.
-pub async fn list_models(base_url: &str, key: Option<&str>, timeout: Duration) -> Option<Vec<String>> {
+pub async fn list_models(
+    base_url: &str,
+    key: Option<&str>,
+    timeout: Duration,
+) -> Option<Vec<String>> {
     #[derive(serde::Deserialize)]
     struct ModelList {
         #[serde(default)]

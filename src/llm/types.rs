@@ -218,6 +218,10 @@ pub enum LlmEvent {
     TextDelta(String),
     ReasoningDelta(String),
     /// The model started a tool call (name known; arguments still streaming).
-    ToolCallStart { index: usize, id: String, name: String },
+    ToolCallStart {
+        index: usize,
+        id: String,
+        name: String,
+    },
     Done(LlmResponse),
 }

@@ -155,12 +155,21 @@ impl ApprovalGate {
 
     /// The current `command_allowlist`, including entries added by `Always` answers.
     pub fn allowlist(&self) -> Vec<String> {
-        self.allowlist.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.allowlist
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Pattern keys approved for the rest of this session.
     pub fn session_approved(&self) -> Vec<&'static str> {
-        let mut keys: Vec<_> = self.session.lock().unwrap_or_else(PoisonError::into_inner).iter().copied().collect();
+        let mut keys: Vec<_> = self
+            .session
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .copied()
+            .collect();
         keys.sort_unstable();
         keys
     }
@@ -206,7 +215,10 @@ impl ApprovalGate {
                 keys.join(", ")
             ));
         }
-        let request = ApprovalRequest { command: command.to_string(), reasons };
+        let request = ApprovalRequest {
+            command: command.to_string(),
+            reasons,
+        };
         let choice = match tokio::time::timeout(self.timeout, prompt.ask(&request)).await {
             Ok(choice) => choice,
             Err(_) => {
@@ -258,14 +270,22 @@ impl ApprovalGate {
         if findings.is_empty() {
             return findings;
         }
-        let allow = self.allowlist.lock().unwrap_or_else(PoisonError::into_inner);
-        if allow.iter().any(|entry| allowlist::approves_command(entry, command)) {
+        let allow = self
+            .allowlist
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if allow
+            .iter()
+            .any(|entry| allowlist::approves_command(entry, command))
+        {
             return Vec::new();
         }
         let session = self.session.lock().unwrap_or_else(PoisonError::into_inner);
         findings
             .into_iter()
-            .filter(|f| !session.contains(f.key) && !allow.iter().any(|e| allowlist::approves_finding(e, f)))
+            .filter(|f| {
+                !session.contains(f.key) && !allow.iter().any(|e| allowlist::approves_finding(e, f))
+            })
             .collect()
     }
 
@@ -273,7 +293,10 @@ impl ApprovalGate {
     /// logged: the command still runs this once and the keys stay approved in memory.
     async fn approve_always(&self, findings: &[Finding]) {
         {
-            let mut allow = self.allowlist.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut allow = self
+                .allowlist
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             for f in findings {
                 if !allow.iter().any(|e| e == f.key) {
                     allow.push(f.key.to_string());
@@ -285,12 +308,17 @@ impl ApprovalGate {
         let path = self.config_path.clone();
         let written = tokio::task::spawn_blocking(move || {
             let _guard = lock.lock().unwrap_or_else(PoisonError::into_inner);
-            let snapshot = allowlist.lock().unwrap_or_else(PoisonError::into_inner).clone();
+            let snapshot = allowlist
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
             crate::config::persist_command_allowlist(&path, &snapshot)
         })
         .await;
         match written {
-            Ok(Ok(())) => tracing::info!(path = %self.config_path.display(), "command_allowlist saved"),
+            Ok(Ok(())) => {
+                tracing::info!(path = %self.config_path.display(), "command_allowlist saved")
+            }
             Ok(Err(e)) => tracing::warn!(
                 error = %e,
                 "could not save command_allowlist; the approval holds for this session only"

@@ -74,17 +74,29 @@ pub fn similarity(a: &str, b: &str) -> f64 {
     if a == b {
         return 1.0;
     }
-    let bigrams = |s: &str| -> Vec<(char, char)> {
-        let chars: Vec<char> = s.chars().collect();
-        let mut v: Vec<(char, char)> = chars.windows(2).map(|w| (w[0], w[1])).collect();
-        v.sort_unstable();
-        v
-    };
-    let (x, y) = (bigrams(a), bigrams(b));
+    dice(&bigrams(a, usize::MAX), &bigrams(b, usize::MAX))
+}
+
+/// Sorted character bigrams of the first `max_chars` chars of `s`, each packed in a `u64`.
+/// Start and end markers make short strings comparable too (`}` vs `{` differ).
+pub fn bigrams(s: &str, max_chars: usize) -> Vec<u64> {
+    const EDGE: u64 = 0x11_0000; // outside the char range
+    let mut out = Vec::with_capacity(s.len().min(max_chars) + 1);
+    let mut prev = EDGE;
+    for c in s.chars().take(max_chars) {
+        out.push((prev << 32) | u64::from(c));
+        prev = u64::from(c);
+    }
+    out.push((prev << 32) | EDGE);
+    out.sort_unstable();
+    out
+}
+
+/// Dice coefficient of two sorted bigram multisets (from [`bigrams`]).
+pub fn dice(x: &[u64], y: &[u64]) -> f64 {
     if x.is_empty() || y.is_empty() {
         return 0.0;
     }
-    // Multiset intersection of two sorted lists.
     let (mut i, mut j, mut common) = (0, 0, 0usize);
     while i < x.len() && j < y.len() {
         match x[i].cmp(&y[j]) {
@@ -216,7 +228,8 @@ mod tests {
         assert_eq!(similarity("abc", "abc"), 1.0);
         assert!(similarity("config.rs", "confg.rs") > 0.6);
         assert!(similarity("config.rs", "zzzz") < 0.1);
-        assert_eq!(similarity("a", "b"), 0.0);
+        assert_eq!(similarity("}", "{"), 0.0);
+        assert_eq!(similarity("", ""), 1.0);
     }
 
     #[test]

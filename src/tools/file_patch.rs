@@ -169,8 +169,12 @@ fn not_found_message(content: &str, shown: &str, old: &str) -> String {
     let mut msg = format!(
         "old_string was not found in {shown} (also tried ignoring whitespace differences)."
     );
+    if content.trim().is_empty() {
+        msg.push_str(" The file is empty.");
+        return msg;
+    }
     match patch_match::nearest(content, old) {
-        None => msg.push_str(" The file is empty."),
+        None => msg.push_str(" Re-read the file with read_file and copy old_string exactly."),
         Some((first, last, score)) if score >= 0.3 => {
             let last = last.min(first + 29);
             msg.push_str(&format!(

@@ -5,9 +5,9 @@ pub mod file_common;
 pub mod file_patch;
 pub mod file_read;
 pub mod file_write;
-pub mod registry;
 pub mod patch_match;
 pub mod proc_output;
+pub mod registry;
 pub mod search_files;
 pub mod terminal;
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //! The first strategy that finds anything wins, so a tolerant match never hides an exact one.
 //! When nothing matches, [`nearest`] finds the most similar window of lines to show the model.
 
-use crate::tools::file_common::similarity;
+use crate::tools::file_common::{bigrams, dice};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Strategy {
@@ -268,16 +268,27 @@ fn find_words(content: &str, old: &str, new: &str) -> Vec<Span> {
 }
 
 /// The window of file lines most similar to `old`: (first line, last line, similarity 0..1).
-/// Lines are 1-based; `None` for an empty file.
+/// Lines are 1-based; `None` for an empty file, an empty `old`, or a file too large to scan.
 pub fn nearest(content: &str, old: &str) -> Option<(usize, usize, f64)> {
-    // Bounds the work on huge files: at most this many line comparisons.
-    const BUDGET: usize = 400_000;
-    let lines: Vec<String> = content.lines().map(normalize).collect();
+    // Bounds the work on huge files: line comparisons, lines scanned, chars per line compared.
+    const BUDGET: usize = 200_000;
+    const MAX_LINES: usize = 100_000;
+    const LINE_CHARS: usize = 200;
+    if content.lines().nth(MAX_LINES).is_some() {
+        return None;
+    }
+    let lines: Vec<Vec<u64>> = content
+        .lines()
+        .map(|l| bigrams(&normalize(l), LINE_CHARS))
+        .collect();
     if lines.is_empty() {
         return None;
     }
     let (old_lines, _, _) = trimmed_lines(old);
-    let wanted: Vec<String> = old_lines.iter().map(|l| normalize(l)).collect();
+    let wanted: Vec<Vec<u64>> = old_lines
+        .iter()
+        .map(|l| bigrams(&normalize(l), LINE_CHARS))
+        .collect();
     if wanted.is_empty() {
         return None;
     }
@@ -286,7 +297,7 @@ pub fn nearest(content: &str, old: &str) -> Option<(usize, usize, f64)> {
     let mut best = (0usize, -1.0f64);
     for i in 0..=lines.len() - k {
         let score: f64 = (0..scored)
-            .map(|j| similarity(&lines[i + j], &wanted[j]))
+            .map(|j| dice(&lines[i + j], &wanted[j]))
             .sum::<f64>()
             / scored as f64;
         if score > best.1 {
@@ -378,6 +389,23 @@ mod tests {
         assert_eq!(f.spans.len(), 2);
         assert_eq!(non_overlapping(f.spans).len(), 1);
         assert_eq!(line_of("a\nb\nc", 4), 3);
+    }
+
+    /// Hostile sizes: a big file with no match stays fast, a huge one is not scanned for hints.
+    #[test]
+    fn big_files_are_bounded() {
+        let content: String = (0..50_000)
+            .map(|i| format!("    let value_{i} = compute(\"text\", {i});\n"))
+            .collect();
+        let old: String = (0..10)
+            .map(|i| format!("let other_{i} = different(thing, {i});\n"))
+            .collect();
+        let started = std::time::Instant::now();
+        assert!(find(&content, &old, "x").is_none());
+        assert!(nearest(&content, &old).is_some());
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+        let huge = "x\n".repeat(100_001);
+        assert!(nearest(&huge, "y").is_none());
     }
 
     #[test]

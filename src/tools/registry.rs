@@ -73,10 +73,10 @@ impl ToolContext {
 }
 
 fn expand_tilde(path: &str) -> PathBuf {
-    if path == "~" || path.starts_with("~/") {
-        if let Some(home) = std::env::var_os("HOME") {
-            return PathBuf::from(home).join(path.trim_start_matches('~').trim_start_matches('/'));
-        }
+    if (path == "~" || path.starts_with("~/"))
+        && let Some(home) = std::env::var_os("HOME")
+    {
+        return PathBuf::from(home).join(path.trim_start_matches('~').trim_start_matches('/'));
     }
     PathBuf::from(path)
 }
@@ -296,9 +296,11 @@ impl ToolRegistry {
 
     /// True when every call names a known read-only tool (then they may run concurrently).
     pub fn all_read_only(&self, calls: &[ToolCall]) -> bool {
-        calls
-            .iter()
-            .all(|c| self.tools.get(c.name.as_str()).is_some_and(|t| t.read_only()))
+        calls.iter().all(|c| {
+            self.tools
+                .get(c.name.as_str())
+                .is_some_and(|t| t.read_only())
+        })
     }
 
     /// Runs one call. Never panics and never fails: every problem becomes a readable result.
@@ -386,7 +388,9 @@ fn cap_result(text: String, ctx: &ToolContext) -> String {
         Err(e) => {
             tracing::warn!(path = %path.display(), error = %e, "cannot spill tool result");
             let head = crate::util::truncate_chars(&text, MAX_RESULT_CHARS);
-            format!("{head}\n[truncated: the result had {chars} characters and could not be saved: {e}]")
+            format!(
+                "{head}\n[truncated: the result had {chars} characters and could not be saved: {e}]"
+            )
         }
     }
 }

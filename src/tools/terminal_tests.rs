@@ -238,7 +238,6 @@ async fn background_process_holding_the_pipe_does_not_hang() {
 }
 
 #[tokio::test]
-#[ignore = "needs the real approval gate in src/security/approval.rs (the stub allows everything)"]
 async fn blocked_commands_never_run() {
     use crate::config::ApprovalMode;
     use crate::tools::test_support::env_with_approvals;

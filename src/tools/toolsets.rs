@@ -62,7 +62,14 @@ pub const BUILTIN: &[ToolsetSpec] = &[
         name: "hermes-cli",
         description: "everything the interactive CLI offers",
         tools: &[],
-        includes: &["file", "terminal", "todo", "skills", "memory", "session_search"],
+        includes: &[
+            "file",
+            "terminal",
+            "todo",
+            "skills",
+            "memory",
+            "session_search",
+        ],
     },
 ];
 

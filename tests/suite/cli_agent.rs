@@ -8,7 +8,10 @@ use crate::support::mock_llm::{MockLlm, Reply};
 
 /// The messages array of request `i`.
 fn messages(mock: &MockLlm, i: usize) -> Vec<Value> {
-    mock.requests()[i]["messages"].as_array().cloned().unwrap_or_default()
+    mock.requests()[i]["messages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// The tool result messages of request `i`, in order.
@@ -47,14 +50,26 @@ fn one_tool_then_answer() {
     assert_eq!(results.len(), 1);
     assert_eq!(results[0]["tool_call_id"], "call_1");
     assert!(
-        results[0]["content"].as_str().unwrap().contains("1|greetings from the file"),
+        results[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("1|greetings from the file"),
         "{results:?}"
     );
     // Tools are offered, system prompt first, user message persisted and sent.
     let first = &mock.requests()[0];
-    assert!(first["tools"].as_array().unwrap().iter().any(|t| t["function"]["name"] == "read_file"));
+    assert!(
+        first["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["function"]["name"] == "read_file")
+    );
     assert_eq!(first["messages"][0]["role"], "system");
-    assert_eq!(first["messages"][1]["content"], "Read hello.txt and tell me what it says");
+    assert_eq!(
+        first["messages"][1]["content"],
+        "Read hello.txt and tell me what it says"
+    );
 }
 
 #[test]
@@ -65,7 +80,11 @@ fn state_db_rows_match_the_conversation() {
         Reply::tool_call("call_a", "read_file", json!({"path": "a.txt"})).with_usage(120, 7, 100),
         Reply::text("It says alpha.").with_usage(150, 5, 120),
     ]);
-    let out = env.cmd(&mock.base_url()).args(["-z", "what is in a.txt?"]).output().unwrap();
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "what is in a.txt?"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let rows = env.rows();
     let roles: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
@@ -75,7 +94,8 @@ fn state_db_rows_match_the_conversation() {
     assert_eq!(calls[0]["id"], "call_a");
     assert_eq!(calls[0]["type"], "function");
     assert_eq!(calls[0]["function"]["name"], "read_file");
-    let args: Value = serde_json::from_str(calls[0]["function"]["arguments"].as_str().unwrap()).unwrap();
+    let args: Value =
+        serde_json::from_str(calls[0]["function"]["arguments"].as_str().unwrap()).unwrap();
     assert_eq!(args, json!({"path": "a.txt"}));
     assert_eq!(rows[2].3.as_deref(), Some("call_a"));
     assert_eq!(rows[2].4.as_deref(), Some("read_file"));
@@ -93,7 +113,12 @@ fn state_db_rows_match_the_conversation() {
     assert_eq!((count, tools), (4, 1));
     assert_eq!((input, output, cached, calls_n), (270, 12, 220, 2));
     assert_eq!(source, "cli");
-    assert_eq!(prompt, mock.requests()[0]["messages"][0]["content"].as_str().unwrap());
+    assert_eq!(
+        prompt,
+        mock.requests()[0]["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+    );
 }
 
 #[test]
@@ -102,12 +127,20 @@ fn ten_tool_rounds() {
     let mut script: Vec<Reply> = (0..10)
         .map(|i| {
             env.write(&format!("f{i}.txt"), &format!("content {i}\n"));
-            Reply::tool_call(&format!("call_{i}"), "read_file", json!({"path": format!("f{i}.txt")}))
+            Reply::tool_call(
+                &format!("call_{i}"),
+                "read_file",
+                json!({"path": format!("f{i}.txt")}),
+            )
         })
         .collect();
     script.push(Reply::text("Read all ten."));
     let mock = MockLlm::with_script(script);
-    let out = env.cmd(&mock.base_url()).args(["-z", "read them all"]).output().unwrap();
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "read them all"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), "Read all ten.\n");
     assert_eq!(mock.request_count(), 11);
@@ -116,7 +149,12 @@ fn ten_tool_rounds() {
     assert_eq!(results.len(), 10);
     for (i, r) in results.iter().enumerate() {
         assert_eq!(r["tool_call_id"], format!("call_{i}"));
-        assert!(r["content"].as_str().unwrap().contains(&format!("content {i}")));
+        assert!(
+            r["content"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("content {i}"))
+        );
     }
     // The prefix is stable: request 10 starts with exactly request 1's messages.
     let early = messages(&mock, 1);
@@ -131,16 +169,29 @@ fn two_parallel_read_only_calls_keep_call_order() {
     let mock = MockLlm::with_script([
         Reply::tool_calls([
             ("call_x", "read_file", json!({"path": "one.txt"})),
-            ("call_y", "search_files", json!({"pattern": "second", "path": "."})),
+            (
+                "call_y",
+                "search_files",
+                json!({"pattern": "second", "path": "."}),
+            ),
         ]),
         Reply::text("done"),
     ]);
-    let out = env.cmd(&mock.base_url()).args(["-z", "read both"]).output().unwrap();
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "read both"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let results = tool_results(&mock, 1);
     assert_eq!(results.len(), 2);
     assert_eq!(results[0]["tool_call_id"], "call_x");
-    assert!(results[0]["content"].as_str().unwrap().contains("first file"));
+    assert!(
+        results[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("first file")
+    );
     assert_eq!(results[1]["tool_call_id"], "call_y");
     assert!(results[1]["content"].as_str().unwrap().contains("two.txt"));
 }
@@ -152,27 +203,45 @@ fn unknown_tool_is_reported_to_the_model() {
         Reply::tool_call("call_1", "teleport", json!({"to": "mars"})),
         Reply::text("I cannot teleport."),
     ]);
-    let out = env.cmd(&mock.base_url()).args(["-z", "go"]).output().unwrap();
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "go"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), "I cannot teleport.\n");
     let result = last_tool_result(&mock, 1);
-    assert!(result.contains("unknown tool `teleport`") && result.contains("read_file"), "{result}");
+    assert!(
+        result.contains("unknown tool `teleport`") && result.contains("read_file"),
+        "{result}"
+    );
 }
 
 #[test]
 fn malformed_arguments_are_reported_to_the_model() {
     let env = TestEnv::new();
     let mock = MockLlm::with_script([
-        Reply::tool_calls([("call_1", "read_file", Value::String("{\"path\": \"a.txt\"".into()))]),
+        Reply::tool_calls([(
+            "call_1",
+            "read_file",
+            Value::String("{\"path\": \"a.txt\"".into()),
+        )]),
         Reply::tool_call("call_2", "read_file", json!({"file": "a.txt"})),
         Reply::text("Gave up."),
     ]);
-    let out = env.cmd(&mock.base_url()).args(["-z", "go"]).output().unwrap();
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "go"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let bad_json = last_tool_result(&mock, 1);
     assert!(bad_json.contains("not valid JSON"), "{bad_json}");
     let bad_field = last_tool_result(&mock, 2);
-    assert!(bad_field.contains("invalid arguments for read_file") && bad_field.contains("path"), "{bad_field}");
+    assert!(
+        bad_field.contains("invalid arguments for read_file") && bad_field.contains("path"),
+        "{bad_field}"
+    );
 }
 
 #[test]
@@ -193,7 +262,11 @@ fn budget_exhaustion_asks_for_a_summary_without_tools() {
     assert_eq!(stdout(&out), "Summary: I read x.txt twice.\n");
     assert_eq!(mock.request_count(), 3);
     let last = &mock.requests()[2];
-    assert!(last.get("tools").is_none_or(|t| t.as_array().is_none_or(Vec::is_empty)), "{last}");
+    assert!(
+        last.get("tools")
+            .is_none_or(|t| t.as_array().is_none_or(Vec::is_empty)),
+        "{last}"
+    );
     let final_user = messages(&mock, 2).last().cloned().unwrap();
     assert_eq!(final_user["role"], "user");
     assert!(final_user["content"].as_str().unwrap().contains("budget"));
@@ -205,12 +278,20 @@ fn budget_exhaustion_asks_for_a_summary_without_tools() {
 fn rate_limit_then_success() {
     let env = TestEnv::new();
     let mock = MockLlm::with_script([
-        Reply::error(429, r#"{"error":{"message":"Rate limit reached","type":"rate_limit_error"}}"#)
-            .header("retry-after", "0"),
-        Reply::error(429, r#"{"error":{"message":"Rate limit reached"}}"#).header("retry-after", "0.05"),
+        Reply::error(
+            429,
+            r#"{"error":{"message":"Rate limit reached","type":"rate_limit_error"}}"#,
+        )
+        .header("retry-after", "0"),
+        Reply::error(429, r#"{"error":{"message":"Rate limit reached"}}"#)
+            .header("retry-after", "0.05"),
         Reply::text("Finally."),
     ]);
-    let out = env.cmd(&mock.base_url()).args(["-z", "hi"]).output().unwrap();
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "hi"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), "Finally.\n");
     assert_eq!(mock.request_count(), 3);
@@ -221,16 +302,26 @@ fn rate_limit_storm_exits_non_zero_with_the_provider_message() {
     let env = TestEnv::new();
     let storm: Vec<Reply> = (0..10)
         .map(|_| {
-            Reply::error(429, r#"{"error":{"message":"You are being rate limited by ACME"}}"#)
-                .header("retry-after", "0")
+            Reply::error(
+                429,
+                r#"{"error":{"message":"You are being rate limited by ACME"}}"#,
+            )
+            .header("retry-after", "0")
         })
         .collect();
     let mock = MockLlm::with_script(storm);
-    let out = env.cmd(&mock.base_url()).args(["-z", "hi"]).output().unwrap();
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "hi"])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     assert!(out.stdout.is_empty(), "no answer, nothing on stdout");
     let err = stderr(&out);
-    assert!(err.contains("You are being rate limited by ACME") && err.contains("429"), "{err}");
+    assert!(
+        err.contains("You are being rate limited by ACME") && err.contains("429"),
+        "{err}"
+    );
     // At least 5 retries for rate limits.
     assert!(mock.request_count() >= 6, "{}", mock.request_count());
 }
@@ -239,12 +330,20 @@ fn rate_limit_storm_exits_non_zero_with_the_provider_message() {
 fn stream_cut_then_retry_stores_one_answer() {
     let env = TestEnv::new();
     let mock = MockLlm::with_script([Reply::cut_after(3), Reply::text("Complete answer.")]);
-    let out = env.cmd(&mock.base_url()).args(["-z", "hi"]).output().unwrap();
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "hi"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), "Complete answer.\n");
     let rows = env.rows();
     let roles: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
-    assert_eq!(roles, ["user", "assistant"], "no duplicated or partial message");
+    assert_eq!(
+        roles,
+        ["user", "assistant"],
+        "no duplicated or partial message"
+    );
     assert_eq!(rows[1].1.as_deref(), Some("Complete answer."));
 }
 
@@ -255,10 +354,17 @@ fn html_error_body_reaches_the_user() {
         401,
         r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}"#,
     )]);
-    let out = env.cmd(&mock.base_url()).args(["-z", "hi"]).output().unwrap();
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "hi"])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     let err = stderr(&out);
-    assert!(err.contains("Incorrect API key provided") && err.contains("auth"), "{err}");
+    assert!(
+        err.contains("Incorrect API key provided") && err.contains("auth"),
+        "{err}"
+    );
     assert_eq!(mock.request_count(), 1, "auth errors are not retried");
 }
 
@@ -289,29 +395,31 @@ fn dangerous_command_refused_in_oneshot_and_allowed_with_yolo() {
 
 #[test]
 fn hardline_command_refused_even_with_yolo() {
+    // Chosen so that a broken gate still cannot hurt the machine: GNU rm refuses `/` on its own
+    // (--preserve-root) and the mkfs target does not exist. The assertions tell the two apart.
     let env = TestEnv::new();
-    let target = "/dev/sdzz9-hermes-test";
-    let mock = MockLlm::with_script([
-        Reply::tool_call(
-            "c1",
-            "terminal",
-            json!({"command": format!("dd if=/dev/zero of={target} bs=1 count=1")}),
-        ),
-        Reply::tool_call("c2", "terminal", json!({"command": "sh -c 'kill -9 -1'"})),
-        Reply::text("refused"),
-    ]);
+    let commands = [
+        "rm -rf /",
+        "bash -c 'r\"\"m -r\"\"f /'",
+        "mkfs.ext4 /dev/hermes-test-nonexistent",
+    ];
+    let mut script: Vec<Reply> = commands
+        .iter()
+        .enumerate()
+        .map(|(i, c)| Reply::tool_call(&format!("c{i}"), "terminal", json!({"command": c})))
+        .collect();
+    script.push(Reply::text("refused"));
+    let mock = MockLlm::with_script(script);
     let out = env
         .cmd(&mock.base_url())
         .args(["--yolo", "-z", "wipe the disk"])
         .output()
         .unwrap();
-    let exists = std::path::Path::new(target).exists();
-    let _ = std::fs::remove_file(target);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(!exists, "the hardline command ran");
-    for i in [1, 2] {
-        let r = last_tool_result(&mock, i);
-        assert!(r.to_lowercase().contains("block"), "{r}");
+    for (i, command) in commands.iter().enumerate() {
+        let r = last_tool_result(&mock, i + 1);
+        assert!(r.to_lowercase().contains("block"), "{command}: {r}");
+        assert!(!r.contains("exit code"), "{command} ran: {r}");
     }
 }
 
@@ -319,7 +427,11 @@ fn hardline_command_refused_even_with_yolo() {
 fn resume_reuses_the_identical_system_prompt() {
     let env = TestEnv::new();
     let mock = MockLlm::with_script([Reply::text("first answer"), Reply::text("second answer")]);
-    let out = env.cmd(&mock.base_url()).args(["-z", "first question"]).output().unwrap();
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "first question"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let id = env.session_ids().pop().unwrap();
     // Change what a fresh prompt would contain: a project context file and SOUL.md.
@@ -332,13 +444,27 @@ fn resume_reuses_the_identical_system_prompt() {
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), "second answer\n");
-    let first_system = mock.requests()[0]["messages"][0]["content"].as_str().unwrap().to_string();
+    let first_system = mock.requests()[0]["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let second = messages(&mock, 1);
-    assert_eq!(second[0]["content"].as_str().unwrap().as_bytes(), first_system.as_bytes());
+    assert_eq!(
+        second[0]["content"].as_str().unwrap().as_bytes(),
+        first_system.as_bytes()
+    );
     // The earlier exchange is replayed before the new question.
-    let texts: Vec<&str> = second.iter().skip(1).filter_map(|m| m["content"].as_str()).collect();
+    let texts: Vec<&str> = second
+        .iter()
+        .skip(1)
+        .filter_map(|m| m["content"].as_str())
+        .collect();
     assert_eq!(texts, ["first question", "first answer", "second question"]);
-    assert_eq!(env.session_ids().len(), 1, "resume does not create a session");
+    assert_eq!(
+        env.session_ids().len(),
+        1,
+        "resume does not create a session"
+    );
 }
 
 #[test]
@@ -361,8 +487,19 @@ fn chat_query_prints_answer_and_session_id() {
 fn continue_picks_the_latest_session() {
     let env = TestEnv::new();
     let mock = MockLlm::with_script([Reply::text("one"), Reply::text("two")]);
-    assert!(env.cmd(&mock.base_url()).args(["-z", "q1"]).output().unwrap().status.success());
-    let out = env.cmd(&mock.base_url()).args(["-c", "-z", "q2"]).output().unwrap();
+    assert!(
+        env.cmd(&mock.base_url())
+            .args(["-z", "q1"])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-c", "-z", "q2"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(env.session_ids().len(), 1);
     assert_eq!(messages(&mock, 1).len(), 4, "system + q1 + one + q2");
@@ -371,46 +508,104 @@ fn continue_picks_the_latest_session() {
 #[test]
 fn fts_indexes_find_words_and_cjk_phrases() {
     let env = TestEnv::new();
-    let mock = MockLlm::with_script([Reply::text("天气很好，我们去公园散步吧 and the zebra agrees")]);
-    let out = env.cmd(&mock.base_url()).args(["-z", "tell me about xylophones"]).output().unwrap();
+    let mock = MockLlm::with_script([Reply::text(
+        "天气很好，我们去公园散步吧 and the zebra agrees",
+    )]);
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "tell me about xylophones"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let db = env.db();
-    let count = |sql: &str, q: &str| -> i64 {
-        db.query_row(sql, [q], |r| r.get(0)).unwrap()
-    };
-    assert_eq!(count("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?1", "xylophones"), 1);
-    assert_eq!(count("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?1", "zebra"), 1);
-    assert_eq!(count("SELECT count(*) FROM messages_fts_trigram WHERE messages_fts_trigram MATCH ?1", "xylophones"), 1);
-    assert_eq!(count("SELECT count(*) FROM messages_fts_trigram WHERE messages_fts_trigram MATCH ?1", "\"去公园散步\""), 1);
+    let count = |sql: &str, q: &str| -> i64 { db.query_row(sql, [q], |r| r.get(0)).unwrap() };
+    assert_eq!(
+        count(
+            "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?1",
+            "xylophones"
+        ),
+        1
+    );
+    assert_eq!(
+        count(
+            "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?1",
+            "zebra"
+        ),
+        1
+    );
+    assert_eq!(
+        count(
+            "SELECT count(*) FROM messages_fts_trigram WHERE messages_fts_trigram MATCH ?1",
+            "xylophones"
+        ),
+        1
+    );
+    assert_eq!(
+        count(
+            "SELECT count(*) FROM messages_fts_trigram WHERE messages_fts_trigram MATCH ?1",
+            "\"去公园散步\""
+        ),
+        1
+    );
 }
 
 #[test]
 fn sessions_commands_list_show_export_delete() {
     let env = TestEnv::new();
     let mock = MockLlm::with_script([Reply::text("An answer about owls.")]);
-    assert!(env.cmd(&mock.base_url()).args(["-z", "owls?"]).output().unwrap().status.success());
+    assert!(
+        env.cmd(&mock.base_url())
+            .args(["-z", "owls?"])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
     let id = env.session_ids().pop().unwrap();
 
-    let out = env.bare_cmd().args(["sessions", "list", "--json"]).output().unwrap();
+    let out = env
+        .bare_cmd()
+        .args(["sessions", "list", "--json"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let list: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(list[0]["id"], id);
     assert_eq!(list[0]["message_count"], 2);
 
-    let out = env.bare_cmd().args(["sessions", "show", &id]).output().unwrap();
+    let out = env
+        .bare_cmd()
+        .args(["sessions", "show", &id])
+        .output()
+        .unwrap();
     assert!(stdout(&out).contains("An answer about owls."));
 
-    let out = env.bare_cmd().args(["sessions", "export", &id, "--format", "jsonl"]).output().unwrap();
+    let out = env
+        .bare_cmd()
+        .args(["sessions", "export", &id, "--format", "jsonl"])
+        .output()
+        .unwrap();
     let line: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
     assert_eq!(line["id"], id);
     assert_eq!(line["messages"][1]["content"], "An answer about owls.");
 
-    let out = env.bare_cmd().args(["sessions", "export", &id, "--format", "md"]).output().unwrap();
+    let out = env
+        .bare_cmd()
+        .args(["sessions", "export", &id, "--format", "md"])
+        .output()
+        .unwrap();
     assert!(stdout(&out).contains("## Assistant"), "{}", stdout(&out));
 
-    let out = env.bare_cmd().args(["sessions", "delete", &id, "--yes"]).output().unwrap();
+    let out = env
+        .bare_cmd()
+        .args(["sessions", "delete", &id, "--yes"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(env.session_ids().is_empty());
-    let n: i64 = env.db().query_row("SELECT count(*) FROM messages", [], |r| r.get(0)).unwrap();
+    let n: i64 = env
+        .db()
+        .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
+        .unwrap();
     assert_eq!(n, 0);
 }

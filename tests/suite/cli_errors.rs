@@ -7,9 +7,7 @@ fn version_is_printed() {
     let env = TestEnv::new();
     let out = env.bare_cmd().arg("--version").output().unwrap();
     assert!(out.status.success());
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains(env!("CARGO_PKG_VERSION"))
-    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains(env!("CARGO_PKG_VERSION")));
 }
 
 #[test]
@@ -18,7 +16,13 @@ fn no_provider_tells_what_to_set() {
     let out = env.bare_cmd().args(["-z", "hi"]).output().unwrap();
     assert!(!out.status.success());
     let err = stderr(&out);
-    for needle in ["no LLM provider", "OPENAI_API_KEY", "CUSTOM_BASE_URL", "OPENROUTER_API_KEY", "config.yaml"] {
+    for needle in [
+        "no LLM provider",
+        "OPENAI_API_KEY",
+        "CUSTOM_BASE_URL",
+        "OPENROUTER_API_KEY",
+        "config.yaml",
+    ] {
         assert!(err.contains(needle), "missing {needle:?} in: {err}");
     }
     assert!(out.stdout.is_empty(), "nothing on stdout without an answer");
@@ -27,21 +31,35 @@ fn no_provider_tells_what_to_set() {
 #[test]
 fn config_that_is_not_yaml_is_named() {
     let env = TestEnv::new();
-    std::fs::write(env.home_path().join("config.yaml"), "model: [unclosed\n  - : :\n\t").unwrap();
+    std::fs::write(
+        env.home_path().join("config.yaml"),
+        "model: [unclosed\n  - : :\n\t",
+    )
+    .unwrap();
     let out = env.bare_cmd().args(["-z", "hi"]).output().unwrap();
     assert!(!out.status.success());
     let err = stderr(&out);
-    assert!(err.contains("config.yaml") && err.contains("not valid YAML"), "{err}");
+    assert!(
+        err.contains("config.yaml") && err.contains("not valid YAML"),
+        "{err}"
+    );
 }
 
 #[test]
 fn unknown_config_key_is_named() {
     let env = TestEnv::new();
-    std::fs::write(env.home_path().join("config.yaml"), "agent:\n  max_turn: 5\n").unwrap();
+    std::fs::write(
+        env.home_path().join("config.yaml"),
+        "agent:\n  max_turn: 5\n",
+    )
+    .unwrap();
     let out = env.bare_cmd().args(["-z", "hi"]).output().unwrap();
     assert!(!out.status.success());
     let err = stderr(&out);
-    assert!(err.contains("agent.max_turn") && err.contains("max_turns"), "{err}");
+    assert!(
+        err.contains("agent.max_turn") && err.contains("max_turns"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -55,7 +73,10 @@ fn unwritable_home_is_a_clear_error() {
         .unwrap();
     assert!(!out.status.success());
     let err = stderr(&out);
-    assert!(err.contains("/proc/hermes-cannot-exist") && err.contains("cannot create"), "{err}");
+    assert!(
+        err.contains("/proc/hermes-cannot-exist") && err.contains("cannot create"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -80,7 +101,8 @@ fn locked_state_db_is_a_clear_error() {
     let first = env.bare_cmd().args(["sessions", "list"]).output().unwrap();
     assert!(first.status.success(), "{}", stderr(&first));
     let db = env.db();
-    db.execute_batch("BEGIN EXCLUSIVE; CREATE TABLE IF NOT EXISTS t_lock(x);").unwrap();
+    db.execute_batch("BEGIN EXCLUSIVE; CREATE TABLE IF NOT EXISTS t_lock(x);")
+        .unwrap();
     let out = env
         .cmd("http://127.0.0.1:9/v1")
         .args(["-z", "hi"])
@@ -88,7 +110,10 @@ fn locked_state_db_is_a_clear_error() {
         .unwrap();
     assert!(!out.status.success());
     let err = stderr(&out);
-    assert!(err.contains("state.db") && err.to_lowercase().contains("lock"), "{err}");
+    assert!(
+        err.contains("state.db") && err.to_lowercase().contains("lock"),
+        "{err}"
+    );
     db.execute_batch("ROLLBACK").unwrap();
 }
 
@@ -101,13 +126,21 @@ fn unknown_session_for_resume() {
         .output()
         .unwrap();
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("no session matches `nope`"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no session matches `nope`"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
 fn sessions_show_unknown_id() {
     let env = TestEnv::new();
-    let out = env.bare_cmd().args(["sessions", "show", "missing"]).output().unwrap();
+    let out = env
+        .bare_cmd()
+        .args(["sessions", "show", "missing"])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     assert!(stderr(&out).contains("missing"));
 }

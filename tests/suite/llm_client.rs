@@ -525,3 +525,63 @@ async fn request_body_and_headers_on_the_wire() {
         Some("Bearer test-key-123")
     );
 }
+
+#[tokio::test]
+async fn exhausted_script_fails_loudly() {
+    let mock = MockLlm::start();
+    let out = run(&client(provider(&mock)), request("hi")).await;
+    assert_eq!(out.error().status, Some(500));
+    assert!(
+        out.error().body.contains("mock LLM script exhausted"),
+        "{}",
+        out.error().body
+    );
+    assert_eq!(mock.request_count(), 1);
+}
+
+/// The mock works from a plain synchronous test (no runtime of the test's own), as the CLI tests
+/// use it, and lists models for local-server probing.
+#[test]
+fn mock_serves_plain_tests_and_lists_models() {
+    use std::io::{Read, Write};
+    let mock = MockLlm::start();
+    mock.set_models(&["qwen3:8b", "llama3"]);
+    let mut conn = std::net::TcpStream::connect(mock.addr()).unwrap();
+    conn.write_all(b"GET /v1/models HTTP/1.1\r\nHost: mock\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let body: Value = serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    let ids: Vec<&str> = body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, vec!["qwen3:8b", "llama3"]);
+    assert_eq!(
+        mock.request_count(),
+        0,
+        "only chat completions are recorded"
+    );
+}
+
+#[tokio::test]
+async fn timeouts_of_forever_do_not_overflow() {
+    let mock = MockLlm::with_script([Reply::text("fine")]);
+    let mut p = provider(&mock);
+    p.request_timeout = Duration::MAX;
+    p.stream_idle_timeout = Duration::MAX;
+    let out = run(&client(p), request("hi")).await;
+    assert_eq!(out.response().message.content.as_deref(), Some("fine"));
+}
+
+#[tokio::test]
+async fn malformed_base_url_is_explained() {
+    let c = client(Provider::new("custom", "m", "localhost:8080/v1", None));
+    let out = run(&c, request("hi")).await;
+    let err = out.error();
+    assert_eq!(err.reason, FailoverReason::FormatError, "{err}");
+    assert!(err.body.contains("check the base URL"), "{}", err.body);
+}

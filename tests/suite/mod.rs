@@ -2,5 +2,7 @@
 
 pub mod cli_agent;
 pub mod cli_errors;
+pub mod cli_interrupt;
+pub mod cli_repl;
 pub mod llm_client;
 pub mod sessions_compat;

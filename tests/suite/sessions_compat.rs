@@ -48,14 +48,28 @@ fn is_fts_shadow(name: &str) -> bool {
         .any(|s| name.starts_with("messages_fts") && name.ends_with(s))
 }
 
+/// One readable line per row: `column=value` pairs.
 fn rows_as_text(conn: &Connection, sql: &str, arg: &str) -> Vec<String> {
+    use rusqlite::types::ValueRef;
     let mut stmt = conn.prepare(sql).unwrap();
-    let n = stmt.column_count();
+    let names: Vec<String> = stmt.column_names().map(str::to_string).collect();
     stmt.query_map([arg], |r| {
-        Ok((0..n)
-            .map(|i| format!("{:?}", r.get_ref(i).unwrap()))
+        Ok(names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                let value = match r.get_ref(i).unwrap() {
+                    ValueRef::Null => "NULL".to_string(),
+                    ValueRef::Integer(v) => v.to_string(),
+                    ValueRef::Real(v) => v.to_string(),
+                    ValueRef::Text(t) | ValueRef::Blob(t) => {
+                        format!("{:?}", String::from_utf8_lossy(t))
+                    }
+                };
+                format!("{name}={value}")
+            })
             .collect::<Vec<_>>()
-            .join("|"))
+            .join(" "))
     })
     .unwrap()
     .map(Result::unwrap)
@@ -91,13 +105,16 @@ fn describe(conn: &Connection) -> BTreeMap<String, String> {
                 );
                 let autoinc = sql.contains("autoincrement");
                 format!(
-                    "columns={cols:#?}\nforeign_keys={fks:#?}\nindexes={idx:#?}\nautoincrement={autoinc}"
+                    "columns:\n{}\nforeign keys:\n{}\nindexes:\n{}\nautoincrement={autoinc}",
+                    cols.join("\n"),
+                    fks.join("\n"),
+                    idx.join("\n")
                 )
             }
             "index" => {
                 let cols = rows_as_text(conn, "SELECT * FROM pragma_index_xinfo(?1)", &name);
                 let condition = sql.split_once(" where ").map(|(_, w)| w.to_string());
-                format!("columns={cols:#?}\nwhere={condition:?}")
+                format!("columns:\n{}\nwhere={condition:?}", cols.join("\n"))
             }
             _ => sql,
         };
@@ -118,7 +135,11 @@ fn assert_same_schema(ours: &BTreeMap<String, String>, theirs: &BTreeMap<String,
     let their_keys: Vec<_> = theirs.keys().collect();
     assert_eq!(our_keys, their_keys, "schema objects differ");
     for (key, text) in theirs {
-        assert_eq!(&ours[key], text, "{key} differs from Python Hermes 0.19");
+        let mine = &ours[key];
+        assert!(
+            mine == text,
+            "{key} differs from Python Hermes 0.19\n--- ours:\n{mine}\n--- Python:\n{text}"
+        );
     }
 }
 

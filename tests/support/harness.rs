@@ -26,7 +26,7 @@ impl TestEnv {
 
     /// `hermes` with a clean environment and no provider configured.
     pub fn bare_cmd(&self) -> Command {
-        let mut cmd = Command::cargo_bin("hermes").unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
         cmd.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", self.home.path())
@@ -61,21 +61,36 @@ impl TestEnv {
     }
 
     /// `(role, content, tool_calls, tool_call_id, tool_name)` of every active message, in order.
-    pub fn rows(&self) -> Vec<(String, Option<String>, Option<String>, Option<String>, Option<String>)> {
+    pub fn rows(
+        &self,
+    ) -> Vec<(
+        String,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    )> {
         let db = self.db();
         let mut stmt = db
             .prepare("SELECT role, content, tool_calls, tool_call_id, tool_name FROM messages WHERE active = 1 ORDER BY id")
             .unwrap();
-        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect()
+        stmt.query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
     }
 
     pub fn session_ids(&self) -> Vec<String> {
         let db = self.db();
-        let mut stmt = db.prepare("SELECT id FROM sessions ORDER BY started_at").unwrap();
-        stmt.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+        let mut stmt = db
+            .prepare("SELECT id FROM sessions ORDER BY started_at")
+            .unwrap();
+        stmt.query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
     }
 }
 

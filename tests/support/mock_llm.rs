@@ -209,7 +209,7 @@ enum Kind {
 /// One scripted answer.
 #[derive(Debug, Clone)]
 pub struct Reply {
-    body: Kind,
+    kind: Kind,
     reasoning: Option<String>,
     /// (prompt, completion, cached); `None` estimates from the sizes (~4 chars per token).
     usage: Option<(u64, u64, u64)>,
@@ -224,7 +224,7 @@ pub struct Reply {
 impl Reply {
     fn answer(text: String, calls: Vec<(String, String, Value)>) -> Reply {
         Reply {
-            body: Kind::Answer { text, calls },
+            kind: Kind::Answer { text, calls },
             reasoning: None,
             usage: None,
             finish_reason: None,
@@ -275,7 +275,7 @@ impl Reply {
             "text/plain; charset=utf-8"
         };
         Reply {
-            body: Kind::Error {
+            kind: Kind::Error {
                 status,
                 body,
                 content_type,
@@ -296,7 +296,7 @@ impl Reply {
             "<html>\r\n<head><title>{title}</title></head>\r\n<body>\r\n<center><h1>{title}</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
         );
         Reply {
-            body: Kind::Error {
+            kind: Kind::Error {
                 status,
                 body,
                 content_type: "text/html",
@@ -309,7 +309,7 @@ impl Reply {
     /// non-streaming retry then gets the NEXT reply of the script as a JSON completion.
     pub fn refuse_stream() -> Reply {
         Reply {
-            body: Kind::RefuseStream,
+            kind: Kind::RefuseStream,
             ..Reply::text("")
         }
     }
@@ -330,7 +330,7 @@ impl Reply {
 
     /// Text sent before the tool calls of a tool-call reply (or replacing a text reply's text).
     pub fn with_text(mut self, text: impl Into<String>) -> Reply {
-        if let Kind::Answer { text: t, .. } = &mut self.body {
+        if let Kind::Answer { text: t, .. } = &mut self.kind {
             *t = text.into();
         }
         self
@@ -387,7 +387,7 @@ impl Reply {
         if let Some(reason) = &self.finish_reason {
             return reason.clone();
         }
-        match &self.body {
+        match &self.kind {
             Kind::Answer { calls, .. } if !calls.is_empty() => "tool_calls".to_string(),
             _ => "stop".to_string(),
         }
@@ -395,9 +395,13 @@ impl Reply {
 
     fn usage_json(&self, request_bytes: usize) -> Value {
         let (prompt, completion, cached) = self.usage.unwrap_or_else(|| {
-            let out = match &self.body {
+            let out = match &self.kind {
                 Kind::Answer { text, calls } => {
-                    text.len() + calls.iter().map(|c| c.2.to_string().len()).sum::<usize>()
+                    text.len()
+                        + calls
+                            .iter()
+                            .map(|c| arguments_text(&c.2).len())
+                            .sum::<usize>()
                 }
                 _ => 0,
             };
@@ -429,7 +433,7 @@ fn chunk_json(id: &str, model: &str, delta: Value, finish: Option<&str>) -> Stri
 
 /// The SSE `data:` payloads of a streamed answer (without `[DONE]`).
 fn stream_events(reply: &Reply, id: &str, model: &str, usage: Option<Value>) -> Vec<String> {
-    let Kind::Answer { text, calls } = &reply.body else {
+    let Kind::Answer { text, calls } = &reply.kind else {
         return Vec::new();
     };
     let mut deltas: Vec<Value> = Vec::new();
@@ -446,7 +450,8 @@ fn stream_events(reply: &Reply, id: &str, model: &str, usage: Option<Value>) -> 
             json!({"tool_calls": [{"index": index, "id": call_id, "type": "function",
             "function": {"name": name, "arguments": ""}}]}),
         );
-        for piece in pieces(&args.to_string(), Some(args.to_string().len().div_ceil(3))) {
+        let text = arguments_text(args);
+        for piece in pieces(&text, Some(text.len().div_ceil(3))) {
             deltas
                 .push(json!({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}));
         }
@@ -474,7 +479,7 @@ fn stream_events(reply: &Reply, id: &str, model: &str, usage: Option<Value>) -> 
 }
 
 fn completion_json(reply: &Reply, id: &str, model: &str, usage: Value) -> Value {
-    let (text, calls) = match &reply.body {
+    let (text, calls) = match &reply.kind {
         Kind::Answer { text, calls } => (text.as_str(), calls.as_slice()),
         _ => ("", &[][..]),
     };
@@ -487,7 +492,7 @@ fn completion_json(reply: &Reply, id: &str, model: &str, usage: Value) -> Value 
             .iter()
             .map(|(call_id, name, args)| {
                 json!({"id": call_id, "type": "function",
-                       "function": {"name": name, "arguments": args.to_string()}})
+                       "function": {"name": name, "arguments": arguments_text(args)}})
             })
             .collect();
     }
@@ -612,7 +617,7 @@ async fn chat_completions(
         let number = state.requests.len();
         let mut reply = state.script.pop_front();
         // A refusal only answers a streaming request; a plain request skips it.
-        if !streaming && matches!(reply.as_ref().map(|r| &r.body), Some(Kind::RefuseStream)) {
+        if !streaming && matches!(reply.as_ref().map(|r| &r.kind), Some(Kind::RefuseStream)) {
             reply = state.script.pop_front();
         }
         (number, reply)
@@ -635,7 +640,7 @@ async fn chat_completions(
         tokio::time::sleep(reply.delay).await;
     }
     let id = format!("chatcmpl-mock-{number}");
-    let mut response = match &reply.body {
+    let mut response = match &reply.kind {
         Kind::Error {
             status,
             body,
@@ -697,4 +702,13 @@ async fn unknown_route(method: Method, uri: Uri) -> Response {
         format!("mock LLM: no route for {method} {uri}"),
     )
         .into_response()
+}
+
+/// The `arguments` text of a scripted call: a JSON string is sent verbatim (so tests can script
+/// malformed JSON), anything else is serialized.
+fn arguments_text(args: &Value) -> String {
+    match args {
+        Value::String(raw) => raw.clone(),
+        other => other.to_string(),
+    }
 }

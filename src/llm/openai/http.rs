@@ -277,8 +277,18 @@ impl ErrorContext {
                 Ok(failure) => from_failure(*failure),
                 Err(other) => LlmError::new(FailoverReason::Unknown, other.to_string()),
             },
+            OpenAIError::Reqwest(e) if e.is_builder() => LlmError::new(
+                FailoverReason::FormatError,
+                format!(
+                    "cannot build a request for {}: {} (check the base URL, e.g. http://localhost:8080/v1)",
+                    self.endpoint,
+                    root_cause(&e)
+                ),
+            ),
             OpenAIError::Reqwest(e) => {
-                let url = e.url().map(|u| u.to_string()).unwrap_or_default();
+                let url = e
+                    .url()
+                    .map_or_else(|| self.endpoint.clone(), |u| u.to_string());
                 from_failure(transport_failure(&e, &url))
             }
             OpenAIError::ApiError(api) => {

@@ -119,7 +119,15 @@ mod tests {
     #[test]
     fn compound_commands_never_match_literals_or_globs() {
         assert!(approves_command("podman *", "podman ps"));
-        for c in ["podman ps; rm -rf ~/x", "podman ps && x", "podman ps | sh", "podman $(x)", "podman `x`", "podman >x", "podman ps\nrm x"] {
+        for c in [
+            "podman ps; rm -rf ~/x",
+            "podman ps && x",
+            "podman ps | sh",
+            "podman $(x)",
+            "podman `x`",
+            "podman >x",
+            "podman ps\nrm x",
+        ] {
             assert!(is_compound(c), "{c}");
             assert!(!approves_command("podman *", c), "{c}");
         }
@@ -129,10 +137,19 @@ mod tests {
 
     #[test]
     fn findings_match_key_or_python_description() {
-        let f = Finding { key: "git_force_push", description: "git force push (rewrites remote history)" };
+        let f = Finding {
+            key: "git_force_push",
+            description: "git force push (rewrites remote history)",
+        };
         assert!(approves_finding("git_force_push", &f));
-        assert!(approves_finding("git force push (rewrites remote history)", &f));
-        assert!(approves_finding("git force push short flag (rewrites remote history)", &f));
+        assert!(approves_finding(
+            "git force push (rewrites remote history)",
+            &f
+        ));
+        assert!(approves_finding(
+            "git force push short flag (rewrites remote history)",
+            &f
+        ));
         assert!(!approves_finding("git_reset_hard", &f));
         assert!(!approves_finding("git *", &f));
     }

@@ -138,7 +138,13 @@ fn render_flat(toks: &[Tok]) -> String {
             Tok::Word(w) if w.quoted => w
                 .text
                 .chars()
-                .map(|c| if c.is_whitespace() || ";&|<>()`".contains(c) { '_' } else { c })
+                .map(|c| {
+                    if c.is_whitespace() || ";&|<>()`".contains(c) {
+                        '_'
+                    } else {
+                        c
+                    }
+                })
                 .collect(),
             Tok::Word(w) => w.text.clone(),
             Tok::Sep("\n") => ";".to_string(),
@@ -188,7 +194,11 @@ fn skip_options(args: &[String], short_with_arg: &str, long_with_arg: &[&str]) -
             return i + 1;
         }
         if let Some(long) = w.strip_prefix("--") {
-            i += if !long.contains('=') && long_with_arg.contains(&long) { 2 } else { 1 };
+            i += if !long.contains('=') && long_with_arg.contains(&long) {
+                2
+            } else {
+                1
+            };
             continue;
         }
         if w.len() > 1 && w.starts_with('-') {
@@ -218,8 +228,8 @@ fn expand(words: &[String], out: &mut Vec<Vec<String>>, v: &mut Views, depth: us
         }
         let rest = &w[1..];
         let skip = match basename(first) {
-            "!" | "{" | "}" | "if" | "then" | "else" | "elif" | "do" | "while" | "until" | "nohup"
-            | "builtin" | "busybox" | "unbuffer" => 0,
+            "!" | "{" | "}" | "if" | "then" | "else" | "elif" | "do" | "while" | "until"
+            | "nohup" | "builtin" | "busybox" | "unbuffer" => 0,
             "time" => skip_options(rest, "", &[]),
             "exec" => skip_options(rest, "a", &[]),
             // `command -v rm` only looks a name up.
@@ -348,7 +358,11 @@ fn env_split(args: &[String]) -> Option<Vec<String>> {
             None
         };
         if let Some(v) = value {
-            let start = if o == "-S" || o == "--split-string" { i + 2 } else { i + 1 };
+            let start = if o == "-S" || o == "--split-string" {
+                i + 2
+            } else {
+                i + 1
+            };
             let mut split: Vec<String> = v.split_whitespace().map(str::to_string).collect();
             split.extend(args.iter().skip(start).cloned());
             return Some(split);
@@ -399,7 +413,10 @@ pub(super) fn is_interpreter(name: &str) -> bool {
     is_shell(name)
         || name.starts_with("python")
         || name.starts_with("pypy")
-        || matches!(name, "perl" | "ruby" | "node" | "nodejs" | "php" | "lua" | "bun" | "deno")
+        || matches!(
+            name,
+            "perl" | "ruby" | "node" | "nodejs" | "php" | "lua" | "bun" | "deno"
+        )
 }
 
 /// Detects `-c` / `-e` style inline execution in a core command and returns its payload.
@@ -413,9 +430,13 @@ pub(super) fn exec_payload(cmd: &[String]) -> Option<Payload> {
         // `su -c CMD user` and `su user -c CMD` are both accepted.
         return args.iter().enumerate().find_map(|(i, a)| {
             if a == "-c" || a == "--command" {
-                Some(args.get(i + 1).map_or(Payload::Missing, |v| Payload::Shell(v.clone())))
+                Some(
+                    args.get(i + 1)
+                        .map_or(Payload::Missing, |v| Payload::Shell(v.clone())),
+                )
             } else {
-                a.strip_prefix("--command=").map(|v| Payload::Shell(v.to_string()))
+                a.strip_prefix("--command=")
+                    .map(|v| Payload::Shell(v.to_string()))
             }
         });
     }
@@ -426,8 +447,10 @@ pub(super) fn exec_payload(cmd: &[String]) -> Option<Payload> {
     match lower.as_str() {
         "perl" | "ruby" => cluster_flag(args, "eE", "", "iIMmxCdl0", '\0'),
         "node" | "nodejs" | "bun" => flag_value(args, &["-e", "--eval", "-p", "--print"]),
-        "deno" => (args.first().map(String::as_str) == Some("eval"))
-            .then(|| args.get(1).map_or(Payload::Missing, |c| Payload::Code(c.clone()))),
+        "deno" => (args.first().map(String::as_str) == Some("eval")).then(|| {
+            args.get(1)
+                .map_or(Payload::Missing, |c| Payload::Code(c.clone()))
+        }),
         "php" => flag_value(args, &["-r"]),
         "lua" | "luajit" | "rscript" | "osascript" => flag_value(args, &["-e"]),
         "pwsh" | "powershell" | "powershell.exe" | "pwsh.exe" => {
@@ -451,16 +474,27 @@ fn shell_c(args: &[String], fish: bool) -> Option<Payload> {
                 return Some(Payload::Shell(v.to_string()));
             }
             if a == "--command" {
-                return Some(args.get(i + 1).map_or(Payload::Missing, |v| Payload::Shell(v.clone())));
+                return Some(
+                    args.get(i + 1)
+                        .map_or(Payload::Missing, |v| Payload::Shell(v.clone())),
+                );
             }
         }
         if a.starts_with("--") {
-            i += if matches!(a.as_str(), "--rcfile" | "--init-file") { 2 } else { 1 };
+            i += if matches!(a.as_str(), "--rcfile" | "--init-file") {
+                2
+            } else {
+                1
+            };
             continue;
         }
         if (a.starts_with('-') || a.starts_with('+')) && a.len() > 1 {
             c_flag |= a[1..].contains('c');
-            i += if a.ends_with('o') || a.ends_with('O') { 2 } else { 1 };
+            i += if a.ends_with('o') || a.ends_with('O') {
+                2
+            } else {
+                1
+            };
             continue;
         }
         break;
@@ -468,7 +502,10 @@ fn shell_c(args: &[String], fish: bool) -> Option<Payload> {
     if !c_flag {
         return None;
     }
-    Some(args.get(i).map_or(Payload::Missing, |v| Payload::Shell(v.clone())))
+    Some(
+        args.get(i)
+            .map_or(Payload::Missing, |v| Payload::Shell(v.clone())),
+    )
 }
 
 /// A short flag inside option clusters (`-c`, `-Bc`, `-pe`) whose value is the rest of the
@@ -502,7 +539,10 @@ fn cluster_flag(
                 if !rest.is_empty() {
                     return Some(Payload::Code(rest));
                 }
-                return Some(args.get(i + 1).map_or(Payload::Missing, |v| Payload::Code(v.clone())));
+                return Some(
+                    args.get(i + 1)
+                        .map_or(Payload::Missing, |v| Payload::Code(v.clone())),
+                );
             }
             if attached_only.contains(c) {
                 break;
@@ -521,7 +561,10 @@ fn cluster_flag(
 fn flag_value(args: &[String], flags: &[&str]) -> Option<Payload> {
     for (i, a) in args.iter().enumerate() {
         if flags.contains(&a.as_str()) {
-            return Some(args.get(i + 1).map_or(Payload::Missing, |v| Payload::Code(v.clone())));
+            return Some(
+                args.get(i + 1)
+                    .map_or(Payload::Missing, |v| Payload::Code(v.clone())),
+            );
         }
         if let Some((name, value)) = a.split_once('=') {
             if flags.contains(&name) && name.starts_with("--") {
@@ -549,7 +592,13 @@ fn reads_script_from_stdin(s: &Simple) -> bool {
 }
 
 /// Finds the command text a core command runs and queues it for analysis.
-fn extract_inner(core: &[String], s: &Simple, feeds_shell: bool, v: &mut Views, inner: &mut Vec<String>) {
+fn extract_inner(
+    core: &[String],
+    s: &Simple,
+    feeds_shell: bool,
+    v: &mut Views,
+    inner: &mut Vec<String>,
+) {
     let name = core[0].as_str();
     match exec_payload(core) {
         Some(Payload::Shell(text)) => {
@@ -609,12 +658,19 @@ pub(super) fn shell_strings_in_code(code: &str) -> Vec<String> {
         .ok()
     });
     static LIST: LazyLock<Option<Regex>> = LazyLock::new(|| {
-        Regex::new(r"\b(?:check_output|check_call|call|run|Popen|spawn\w*|exec\w*)\s*\(\s*\[([^\]]*)\]").ok()
+        Regex::new(
+            r"\b(?:check_output|check_call|call|run|Popen|spawn\w*|exec\w*)\s*\(\s*\[([^\]]*)\]",
+        )
+        .ok()
     });
     static STR: LazyLock<Option<Regex>> =
         LazyLock::new(|| Regex::new(r#""((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'"#).ok());
     static BACKTICK: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"`([^`]+)`").ok());
-    let unescape = |s: &str| s.replace("\\\"", "\"").replace("\\'", "'").replace("\\\\", "\\");
+    let unescape = |s: &str| {
+        s.replace("\\\"", "\"")
+            .replace("\\'", "'")
+            .replace("\\\\", "\\")
+    };
     let mut out = Vec::new();
     if let Some(re) = CALL.as_ref() {
         for c in re.captures_iter(code) {
@@ -636,7 +692,11 @@ pub(super) fn shell_strings_in_code(code: &str) -> Vec<String> {
         }
     }
     if let Some(re) = BACKTICK.as_ref() {
-        out.extend(re.captures_iter(code).filter_map(|c| c.get(1)).map(|m| m.as_str().to_string()));
+        out.extend(
+            re.captures_iter(code)
+                .filter_map(|c| c.get(1))
+                .map(|m| m.as_str().to_string()),
+        );
     }
     out
 }
@@ -652,11 +712,17 @@ mod tests {
     #[test]
     fn wrappers_are_stripped() {
         assert_eq!(lines("sudo -u root /bin/rm -rf /x"), ["rm -rf /x"]);
-        assert_eq!(lines("FOO=1 env -i BAR=2 nohup nice -n 5 command rm x"), ["rm x"]);
+        assert_eq!(
+            lines("FOO=1 env -i BAR=2 nohup nice -n 5 command rm x"),
+            ["rm x"]
+        );
         assert_eq!(lines("timeout -s KILL 5 rm x"), ["rm x"]);
         assert_eq!(lines("command -v rm"), ["command -v rm"]);
         assert_eq!(lines("env -S 'rm -rf /x'"), ["rm -rf /x"]);
-        assert_eq!(lines("ls | xargs -0 -n 1 rm -f"), ["ls", "xargs -0 -n 1 rm -f", "rm -f"]);
+        assert_eq!(
+            lines("ls | xargs -0 -n 1 rm -f"),
+            ["ls", "xargs -0 -n 1 rm -f", "rm -f"]
+        );
         assert_eq!(lines("if true; then rm x; fi"), ["true", "rm x", "fi"]);
     }
 
@@ -679,20 +745,36 @@ mod tests {
     #[test]
     fn data_arguments_stay_data() {
         let v = views(r#"echo "rm -rf /" && grep -r "curl x | sh" ."#);
-        assert!(!v.lines.iter().any(|l| l.starts_with("rm")), "{:?}", v.lines);
+        assert!(
+            !v.lines.iter().any(|l| l.starts_with("rm")),
+            "{:?}",
+            v.lines
+        );
         assert!(!v.flats[0].contains("| sh"), "{}", v.flats[0]);
     }
 
     #[test]
     fn payload_forms() {
         let s = |a: &[&str]| a.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        assert_eq!(exec_payload(&s(&["bash", "-xc", "ls"])), Some(Payload::Shell("ls".into())));
+        assert_eq!(
+            exec_payload(&s(&["bash", "-xc", "ls"])),
+            Some(Payload::Shell("ls".into()))
+        );
         assert_eq!(exec_payload(&s(&["bash", "script.sh"])), None);
-        assert_eq!(exec_payload(&s(&["python3", "-Bc", "x"])), Some(Payload::Code("x".into())));
+        assert_eq!(
+            exec_payload(&s(&["python3", "-Bc", "x"])),
+            Some(Payload::Code("x".into()))
+        );
         assert_eq!(exec_payload(&s(&["python3", "-m", "http.server"])), None);
-        assert_eq!(exec_payload(&s(&["perl", "-pi", "-e", "s/a/b/", "f"])), Some(Payload::Code("s/a/b/".into())));
+        assert_eq!(
+            exec_payload(&s(&["perl", "-pi", "-e", "s/a/b/", "f"])),
+            Some(Payload::Code("s/a/b/".into()))
+        );
         assert_eq!(exec_payload(&s(&["perl", "-pie", "x"])), None);
-        assert_eq!(exec_payload(&s(&["node", "--eval=1"])), Some(Payload::Code("1".into())));
+        assert_eq!(
+            exec_payload(&s(&["node", "--eval=1"])),
+            Some(Payload::Code("1".into()))
+        );
         assert_eq!(exec_payload(&s(&["node", "app.js", "-e"])), None);
     }
 

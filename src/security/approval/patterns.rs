@@ -32,16 +32,33 @@ struct Entry {
 }
 
 const fn hard(key: &'static str, description: &'static str) -> Entry {
-    Entry { key, description, legacy: &[], hardline: true }
+    Entry {
+        key,
+        description,
+        legacy: &[],
+        hardline: true,
+    }
 }
-const fn danger(key: &'static str, description: &'static str, legacy: &'static [&'static str]) -> Entry {
-    Entry { key, description, legacy, hardline: false }
+const fn danger(
+    key: &'static str,
+    description: &'static str,
+    legacy: &'static [&'static str],
+) -> Entry {
+    Entry {
+        key,
+        description,
+        legacy,
+        hardline: false,
+    }
 }
 
 /// Every key, hardline first; findings are reported in this order.
 const CATALOG: &[Entry] = &[
     hard("delete_root_fs", "recursive delete of the root filesystem"),
-    hard("delete_system_dir", "recursive delete of a system directory"),
+    hard(
+        "delete_system_dir",
+        "recursive delete of a system directory",
+    ),
     hard("delete_home_dir", "recursive delete of the home directory"),
     hard("format_filesystem", "format filesystem (mkfs)"),
     hard("dd_block_device", "dd to a raw block device"),
@@ -52,56 +69,202 @@ const CATALOG: &[Entry] = &[
     hard("init_runlevel", "init 0/6 (halt/reboot)"),
     hard("systemctl_poweroff", "systemctl poweroff/reboot"),
     hard("telinit_runlevel", "telinit 0/6 (halt/reboot)"),
-    danger("recursive_delete", "recursive delete", &["recursive delete (long flag)"]),
+    danger(
+        "recursive_delete",
+        "recursive delete",
+        &["recursive delete (long flag)"],
+    ),
     danger("delete_in_root_path", "delete in root path", &[]),
-    danger("windows_destructive_delete", "Windows cmd destructive delete", &[]),
-    danger("powershell_destructive_delete", "Windows PowerShell destructive delete", &[]),
-    danger("powershell_encoded_command", "PowerShell encoded command execution", &[]),
-    danger("world_writable", "world/other-writable permissions", &["recursive world/other-writable (long flag)"]),
-    danger("chown_recursive_root", "recursive chown to root", &["recursive chown to root (long flag)"]),
+    danger(
+        "windows_destructive_delete",
+        "Windows cmd destructive delete",
+        &[],
+    ),
+    danger(
+        "powershell_destructive_delete",
+        "Windows PowerShell destructive delete",
+        &[],
+    ),
+    danger(
+        "powershell_encoded_command",
+        "PowerShell encoded command execution",
+        &[],
+    ),
+    danger(
+        "world_writable",
+        "world/other-writable permissions",
+        &["recursive world/other-writable (long flag)"],
+    ),
+    danger(
+        "chown_recursive_root",
+        "recursive chown to root",
+        &["recursive chown to root (long flag)"],
+    ),
     danger("disk_copy", "disk copy", &[]),
     danger("sql_drop", "SQL DROP", &[]),
     danger("sql_delete_without_where", "SQL DELETE without WHERE", &[]),
     danger("sql_truncate", "SQL TRUNCATE", &[]),
-    danger("system_file_redirect", "overwrite system file via redirection", &["overwrite system config"]),
+    danger(
+        "system_file_redirect",
+        "overwrite system file via redirection",
+        &["overwrite system config"],
+    ),
     danger("system_file_tee", "overwrite system file via tee", &[]),
-    danger("env_file_redirect", "overwrite project env/config via redirection", &[]),
+    danger(
+        "env_file_redirect",
+        "overwrite project env/config via redirection",
+        &[],
+    ),
     danger("env_file_tee", "overwrite project env/config via tee", &[]),
-    danger("env_file_overwrite", "overwrite project env/config file", &[]),
-    danger("sensitive_file_write", "overwrite sensitive credential/SSH/shell-rc file", &[]),
+    danger(
+        "env_file_overwrite",
+        "overwrite project env/config file",
+        &[],
+    ),
+    danger(
+        "sensitive_file_write",
+        "overwrite sensitive credential/SSH/shell-rc file",
+        &[],
+    ),
     danger("service_stop", "stop/restart system service", &[]),
-    danger("force_kill", "force kill processes", &["force kill processes (killall -KILL)", "force kill processes (killall -s KILL)"]),
+    danger(
+        "force_kill",
+        "force kill processes",
+        &[
+            "force kill processes (killall -KILL)",
+            "force kill processes (killall -s KILL)",
+        ],
+    ),
     danger("killall_regex", "kill processes by regex (killall -r)", &[]),
     danger("pipe_remote_to_shell", "pipe remote content to shell", &[]),
-    danger("process_substitution_remote", "execute remote script via process substitution", &[]),
-    danger("command_substitution_remote", "execute remote content via command substitution", &[]),
-    danger("decoded_to_shell", "pipe decoded content to shell (possible command obfuscation)", &[]),
-    danger("xxd_to_shell", "pipe xxd-decoded content to shell (possible command obfuscation)", &[]),
-    danger("tr_to_shell", "pipe tr-transformed output to shell (possible command obfuscation)", &[]),
-    danger("openssl_to_shell", "pipe openssl-decoded content to shell (possible command obfuscation)", &[]),
+    danger(
+        "process_substitution_remote",
+        "execute remote script via process substitution",
+        &[],
+    ),
+    danger(
+        "command_substitution_remote",
+        "execute remote content via command substitution",
+        &[],
+    ),
+    danger(
+        "decoded_to_shell",
+        "pipe decoded content to shell (possible command obfuscation)",
+        &[],
+    ),
+    danger(
+        "xxd_to_shell",
+        "pipe xxd-decoded content to shell (possible command obfuscation)",
+        &[],
+    ),
+    danger(
+        "tr_to_shell",
+        "pipe tr-transformed output to shell (possible command obfuscation)",
+        &[],
+    ),
+    danger(
+        "openssl_to_shell",
+        "pipe openssl-decoded content to shell (possible command obfuscation)",
+        &[],
+    ),
     danger("xargs_rm", "xargs with rm", &[]),
     danger("find_exec_rm", "find -exec/-execdir rm", &[]),
     danger("find_delete", "find -delete", &[]),
-    danger("hermes_gateway_stop", "stop/restart hermes gateway (kills running agents)", &[]),
-    danger("hermes_update", "hermes update (restarts gateway, kills running agents)", &[]),
-    danger("gateway_outside_systemd", "start gateway outside systemd (use 'systemctl --user restart hermes-gateway')", &[]),
-    danger("kill_hermes_process", "kill hermes/gateway process (self-termination)", &[]),
-    danger("kill_via_pgrep", "kill process via pgrep/pidof expansion (self-termination)", &["kill process via backtick pgrep/pidof expansion (self-termination)"]),
-    danger("hermes_launchd", "stop/restart hermes launchd service (kills running agents)", &[]),
-    danger("docker_compose_lifecycle", "docker compose restart/stop/kill/down (container lifecycle)", &[]),
-    danger("docker_lifecycle", "docker restart/stop/kill (container lifecycle)", &[]),
-    danger("copy_into_system", "copy/move file into system config path", &[]),
-    danger("copy_into_sensitive", "copy/move file into sensitive credential/SSH/shell-rc path", &[]),
-    danger("sed_inplace_sensitive", "in-place edit of sensitive credential/SSH/shell-rc path", &[]),
+    danger(
+        "hermes_gateway_stop",
+        "stop/restart hermes gateway (kills running agents)",
+        &[],
+    ),
+    danger(
+        "hermes_update",
+        "hermes update (restarts gateway, kills running agents)",
+        &[],
+    ),
+    danger(
+        "gateway_outside_systemd",
+        "start gateway outside systemd (use 'systemctl --user restart hermes-gateway')",
+        &[],
+    ),
+    danger(
+        "kill_hermes_process",
+        "kill hermes/gateway process (self-termination)",
+        &[],
+    ),
+    danger(
+        "kill_via_pgrep",
+        "kill process via pgrep/pidof expansion (self-termination)",
+        &["kill process via backtick pgrep/pidof expansion (self-termination)"],
+    ),
+    danger(
+        "hermes_launchd",
+        "stop/restart hermes launchd service (kills running agents)",
+        &[],
+    ),
+    danger(
+        "docker_compose_lifecycle",
+        "docker compose restart/stop/kill/down (container lifecycle)",
+        &[],
+    ),
+    danger(
+        "docker_lifecycle",
+        "docker restart/stop/kill (container lifecycle)",
+        &[],
+    ),
+    danger(
+        "copy_into_system",
+        "copy/move file into system config path",
+        &[],
+    ),
+    danger(
+        "copy_into_sensitive",
+        "copy/move file into sensitive credential/SSH/shell-rc path",
+        &[],
+    ),
+    danger(
+        "sed_inplace_sensitive",
+        "in-place edit of sensitive credential/SSH/shell-rc path",
+        &[],
+    ),
     danger("sed_inplace_system", "in-place edit of system config", &[]),
-    danger("sed_inplace_hermes", "in-place edit of Hermes config/env", &[]),
-    danger("heredoc_exec", "shell execution via heredoc", &["script execution via heredoc"]),
-    danger("git_reset_hard", "git reset --hard (destroys uncommitted changes)", &[]),
-    danger("git_force_push", "git force push (rewrites remote history)", &["git force push short flag (rewrites remote history)"]),
-    danger("git_clean_force", "git clean with force (deletes untracked files)", &[]),
+    danger(
+        "sed_inplace_hermes",
+        "in-place edit of Hermes config/env",
+        &[],
+    ),
+    danger(
+        "heredoc_exec",
+        "shell execution via heredoc",
+        &["script execution via heredoc"],
+    ),
+    danger(
+        "git_reset_hard",
+        "git reset --hard (destroys uncommitted changes)",
+        &[],
+    ),
+    danger(
+        "git_force_push",
+        "git force push (rewrites remote history)",
+        &["git force push short flag (rewrites remote history)"],
+    ),
+    danger(
+        "git_clean_force",
+        "git clean with force (deletes untracked files)",
+        &[],
+    ),
     danger("git_branch_force_delete", "git branch force delete", &[]),
-    danger("chmod_x_exec", "chmod +x followed by immediate execution", &[]),
-    danger("sudo_privilege_flag", "sudo with privilege flag (stdin/askpass/shell)", &["sudo with privilege flag (stdin/askpass/shell/list)", "sudo with combined-flag privilege escalation"]),
+    danger(
+        "chmod_x_exec",
+        "chmod +x followed by immediate execution",
+        &[],
+    ),
+    danger(
+        "sudo_privilege_flag",
+        "sudo with privilege flag (stdin/askpass/shell)",
+        &[
+            "sudo with privilege flag (stdin/askpass/shell/list)",
+            "sudo with combined-flag privilege escalation",
+        ],
+    ),
     danger("script_exec_flag", "script execution via -e/-c flag", &[]),
 ];
 
@@ -114,7 +277,10 @@ pub(super) fn names_of(key: &str) -> impl Iterator<Item = &'static str> {
 }
 
 fn finding(e: &Entry) -> Finding {
-    Finding { key: e.key, description: e.description }
+    Finding {
+        key: e.key,
+        description: e.description,
+    }
 }
 
 /// Which text a regex reads (see `Views`).
@@ -157,12 +323,20 @@ macro_rules! sens {
 }
 macro_rules! hermes_cfg {
     () => {
-        concat!(r"(?:", home!(), r"/\.hermes|\$HERMES_HOME|\$\{HERMES_HOME\})/(?:config\.yaml|\.env)")
+        concat!(
+            r"(?:",
+            home!(),
+            r"/\.hermes|\$HERMES_HOME|\$\{HERMES_HOME\})/(?:config\.yaml|\.env)"
+        )
     };
 }
 macro_rules! env_file {
     () => {
-        concat!(r"(?:(?:\S*/)?\.env(?:\.[\w.-]+)?|(?:\S*/)?\.envrc|", hermes_cfg!(), ")")
+        concat!(
+            r"(?:(?:\S*/)?\.env(?:\.[\w.-]+)?|(?:\S*/)?\.envrc|",
+            hermes_cfg!(),
+            ")"
+        )
     };
 }
 /// SQL only counts where something runs it: a client, or code calling `execute` / `query`.
@@ -215,52 +389,275 @@ macro_rules! copy_into {
 }
 
 const SPECS: &[Spec] = &[
-    Spec { key: "windows_destructive_delete", scope: Scope::Cmd, all: &[r"(?i)^(?:cmd(?:\.exe)?\s+/[ck]\s+)?(?:del|erase|rd|rmdir)\s(?:.*\s)?/[sq](?:\s|$)"] },
-    Spec { key: "powershell_destructive_delete", scope: Scope::Raw, all: &[r"(?i)\bremove-item\b", r"(?i)\s-r(?:ecurse)?\b"] },
-    Spec { key: "powershell_encoded_command", scope: Scope::Raw, all: &[r"(?i)\b(?:powershell|pwsh)(?:\.exe)?\b.*\s-e(?:c|nc\w*)?\s"] },
-    Spec { key: "world_writable", scope: Scope::Cmd, all: &[concat!(r"^chmod\s+(?:-\S+\s+)*(?:[0-7]?[0-7][0-7][2367]|(?:\S*,)?[ugo]*[oa][ugoa]*[+=][rwxXst]*w\S*)", end!())] },
-    Spec { key: "disk_copy", scope: Scope::Cmd, all: &[r"^dd\s(?:.*\s)?(?:if|of)="] },
-    Spec { key: "sql_drop", scope: Scope::Raw, all: &[r"(?i)\bdrop\s+(?:table|database|schema)\b", sql_context!()] },
-    Spec { key: "sql_truncate", scope: Scope::Raw, all: &[r#"(?i)\btruncate\s+(?:table\s+\S|[\w.`"]+\s*;)"#, sql_context!()] },
-    Spec { key: "system_file_redirect", scope: Scope::Flat, all: &[concat!(redir!(), sys!(), end!())] },
-    Spec { key: "system_file_tee", scope: Scope::Cmd, all: &[concat!(r"^tee\s+(?:\S+\s+)*?", sys!(), end!())] },
-    Spec { key: "env_file_redirect", scope: Scope::Flat, all: &[concat!(redir!(), env_file!(), end!())] },
-    Spec { key: "env_file_tee", scope: Scope::Cmd, all: &[concat!(r"^tee\s+(?:\S+\s+)*?", env_file!(), end!())] },
-    Spec { key: "env_file_overwrite", scope: Scope::Cmd, all: &[concat!(r"^(?:cp|mv|install|ln)\s(?:.*\s)?", env_file!(), "$")] },
-    Spec { key: "sensitive_file_write", scope: Scope::Flat, all: &[concat!(redir!(), sens!(), end!())] },
-    Spec { key: "sensitive_file_write", scope: Scope::Cmd, all: &[concat!(r"^tee\s+(?:\S+\s+)*?", sens!(), end!())] },
-    Spec { key: "service_stop", scope: Scope::Cmd, all: &[r"^(?:systemctl\s+(?:-\S+\s+)*(?:stop|restart|kill|disable|mask|isolate|try-restart|reload-or-restart)|service\s+\S+\s+(?:stop|restart|force-stop|force-reload)|rc-service\s+\S+\s+(?:stop|restart)|launchctl\s+(?:stop|unload|bootout|remove))(?:\s|$)"] },
-    Spec { key: "force_kill", scope: Scope::Cmd, all: &[r"^(?:kill|pkill|killall)\s+(?:\S+\s+)*?(?:-(?i:9|KILL|SIGKILL)|-s\s+(?i:9|KILL|SIGKILL)|--signal[=\s](?i:9|KILL|SIGKILL))(?:\s|$)"] },
-    Spec { key: "killall_regex", scope: Scope::Cmd, all: &[r"^killall\s+(?:\S+\s+)*?(?:-[a-zA-Z]*r[a-zA-Z]*|--regexp)(?:\s|$)"] },
-    Spec { key: "pipe_remote_to_shell", scope: Scope::Flat, all: &[concat!(r"\b(?:curl|wget|fetch)\b[^;&]*", to_interp!())] },
-    Spec { key: "process_substitution_remote", scope: Scope::Text, all: &[r"(?:^|[;&|(]\s*|\s)(?:source|\.|(?:\S*/)?(?:ba|z|da|k)?sh)\s+(?:-\S+\s+)*<\(\s*(?:curl|wget)\b"] },
-    Spec { key: "command_substitution_remote", scope: Scope::Text, all: &[r#"(?:\beval\s+|\b(?:ba|z|da|k)?sh\s+(?:-\S+\s+)*-\w*c\s+|(?:^|[;&|]\s*))["']?(?:\$\(|`)\s*(?:curl|wget)\b"#] },
-    Spec { key: "decoded_to_shell", scope: Scope::Flat, all: &[concat!(r"\bbase64\b[^;&|]*\s(?:-d|-D|--decode|-\w*d)\b[^;&]*", to_interp!())] },
-    Spec { key: "xxd_to_shell", scope: Scope::Flat, all: &[concat!(r"\bxxd\b[^;&|]*\s-\w*r\w*\b[^;&]*", to_interp!())] },
-    Spec { key: "tr_to_shell", scope: Scope::Flat, all: &[concat!(r"(?:^|[|;&]\s*)tr\s[^;&]*", to_interp!())] },
-    Spec { key: "openssl_to_shell", scope: Scope::Flat, all: &[concat!(r"\bopenssl\b[^;&|]*\s(?:-d|enc|base64|-base64)\b[^;&]*", to_interp!())] },
-    Spec { key: "xargs_rm", scope: Scope::Cmd, all: &[r"^xargs\s(?:.*\s)?(?:\S*/)?rm(?:\s|$)"] },
-    Spec { key: "find_exec_rm", scope: Scope::Cmd, all: &[r"^find\s(?:.*\s)?-(?:exec|execdir|ok|okdir)\s+(?:\S*/)?rm(?:\s|$)"] },
-    Spec { key: "find_delete", scope: Scope::Cmd, all: &[r"^find\s(?:.*\s)?-delete(?:\s|$)"] },
-    Spec { key: "hermes_gateway_stop", scope: Scope::Cmd, all: &[r"^hermes\s+(?:-\S+\s+)*gateway\s+(?:stop|restart|update|kill)(?:\s|$)"] },
-    Spec { key: "hermes_update", scope: Scope::Cmd, all: &[r"^hermes\s+(?:-\S+\s+)*update(?:\s|$)"] },
-    Spec { key: "gateway_outside_systemd", scope: Scope::Flat, all: &[r"\bhermes\s+gateway\s+run\b[^;|&]*\s&(?:\s|$)"] },
-    Spec { key: "gateway_outside_systemd", scope: Scope::Flat, all: &[r"\b(?:nohup|setsid|disown|screen|tmux)\b[^;|&]*\bhermes\s+gateway\s+run\b"] },
-    Spec { key: "kill_hermes_process", scope: Scope::Cmd, all: &[r"^(?:pkill|killall)\s+(?:-\S+\s+)*\S*(?:hermes|gateway)"] },
-    Spec { key: "kill_via_pgrep", scope: Scope::Raw, all: &[r"\bkill\b[^;|&\n]*(?:\$\(|`)\s*(?:pgrep|pidof)\b[^)`]*(?:hermes|gateway)"] },
-    Spec { key: "hermes_launchd", scope: Scope::Cmd, all: &[r"^launchctl\s+(?:stop|unload|bootout|remove|kickstart)\s.*hermes"] },
-    Spec { key: "docker_compose_lifecycle", scope: Scope::Cmd, all: &[r"^(?:(?:docker|podman)\s+(?:.*\s)?compose|docker-compose|podman-compose)\s(?:.*\s)?(?:restart|stop|kill|down)(?:\s|$)"] },
-    Spec { key: "docker_lifecycle", scope: Scope::Cmd, all: &[r"^(?:docker|podman)\s+(?:(?:-H|--host|--context|-c|--config|-l|--log-level)\s+\S+\s+|-\S+\s+)*(?:container\s+)?(?:restart|stop|kill)(?:\s|$)"] },
-    Spec { key: "copy_into_system", scope: Scope::Cmd, all: &[copy_into!(sys!())] },
-    Spec { key: "copy_into_sensitive", scope: Scope::Cmd, all: &[copy_into!(sens!())] },
-    Spec { key: "sed_inplace_sensitive", scope: Scope::Cmd, all: &[editor!(), inplace!(), concat!(r"\s", sens!(), end!())] },
-    Spec { key: "sed_inplace_system", scope: Scope::Cmd, all: &[editor!(), inplace!(), concat!(r"\s", sys!(), end!())] },
-    Spec { key: "sed_inplace_hermes", scope: Scope::Cmd, all: &[editor!(), inplace!(), concat!(r"\s", hermes_cfg!(), end!())] },
-    Spec { key: "git_reset_hard", scope: Scope::Cmd, all: &[concat!(git!(), r"reset\s(?:.*\s)?--hard(?:\s|$)")] },
-    Spec { key: "git_force_push", scope: Scope::Cmd, all: &[concat!(git!(), r"push(?:\s|$)"), r"\s(?:--force(?:-with-lease|-if-includes)?(?:=\S*)?|-[a-zA-Z]*f[a-zA-Z]*|\+\S+)(?:\s|$)"] },
-    Spec { key: "git_clean_force", scope: Scope::Cmd, all: &[concat!(git!(), r"clean(?:\s|$)"), r"\s(?:-[a-zA-Z]*f[a-zA-Z]*|--force)(?:\s|$)"] },
-    Spec { key: "git_branch_force_delete", scope: Scope::Cmd, all: &[concat!(git!(), r"branch(?:\s|$)"), r"\s-[a-zA-Z]*D[a-zA-Z]*(?:\s|$)|\s-[a-zA-Z]*(?:df|fd)[a-zA-Z]*(?:\s|$)|\s(?:-d|--delete)\s(?:.*\s)?(?:-f|--force)(?:\s|$)|\s(?:-f|--force)\s(?:.*\s)?(?:-d|--delete)(?:\s|$)"] },
-    Spec { key: "chmod_x_exec", scope: Scope::Flat, all: &[r"\bchmod\s+(?:-\S+\s+)*[ugoa]*\+[rwxXst]*x\S*\s+\S+(?:\s+\S+)*?\s+(?:;|&&|\|\||&)\s+(?:sudo\s+)?(?:\./|/|~/|(?:ba|z|da|k)?sh\s|source\s|\.\s)"] },
+    Spec {
+        key: "windows_destructive_delete",
+        scope: Scope::Cmd,
+        all: &[r"(?i)^(?:cmd(?:\.exe)?\s+/[ck]\s+)?(?:del|erase|rd|rmdir)\s(?:.*\s)?/[sq](?:\s|$)"],
+    },
+    Spec {
+        key: "powershell_destructive_delete",
+        scope: Scope::Raw,
+        all: &[r"(?i)\bremove-item\b", r"(?i)\s-r(?:ecurse)?\b"],
+    },
+    Spec {
+        key: "powershell_encoded_command",
+        scope: Scope::Raw,
+        all: &[r"(?i)\b(?:powershell|pwsh)(?:\.exe)?\b.*\s-e(?:c|nc\w*)?\s"],
+    },
+    Spec {
+        key: "world_writable",
+        scope: Scope::Cmd,
+        all: &[concat!(
+            r"^chmod\s+(?:-\S+\s+)*(?:[0-7]?[0-7][0-7][2367]|(?:\S*,)?[ugo]*[oa][ugoa]*[+=][rwxXst]*w\S*)",
+            end!()
+        )],
+    },
+    Spec {
+        key: "disk_copy",
+        scope: Scope::Cmd,
+        all: &[r"^dd\s(?:.*\s)?(?:if|of)="],
+    },
+    Spec {
+        key: "sql_drop",
+        scope: Scope::Raw,
+        all: &[r"(?i)\bdrop\s+(?:table|database|schema)\b", sql_context!()],
+    },
+    Spec {
+        key: "sql_truncate",
+        scope: Scope::Raw,
+        all: &[
+            r#"(?i)\btruncate\s+(?:table\s+\S|[\w.`"]+\s*;)"#,
+            sql_context!(),
+        ],
+    },
+    Spec {
+        key: "system_file_redirect",
+        scope: Scope::Flat,
+        all: &[concat!(redir!(), sys!(), end!())],
+    },
+    Spec {
+        key: "system_file_tee",
+        scope: Scope::Cmd,
+        all: &[concat!(r"^tee\s+(?:\S+\s+)*?", sys!(), end!())],
+    },
+    Spec {
+        key: "env_file_redirect",
+        scope: Scope::Flat,
+        all: &[concat!(redir!(), env_file!(), end!())],
+    },
+    Spec {
+        key: "env_file_tee",
+        scope: Scope::Cmd,
+        all: &[concat!(r"^tee\s+(?:\S+\s+)*?", env_file!(), end!())],
+    },
+    Spec {
+        key: "env_file_overwrite",
+        scope: Scope::Cmd,
+        all: &[concat!(
+            r"^(?:cp|mv|install|ln)\s(?:.*\s)?",
+            env_file!(),
+            "$"
+        )],
+    },
+    Spec {
+        key: "sensitive_file_write",
+        scope: Scope::Flat,
+        all: &[concat!(redir!(), sens!(), end!())],
+    },
+    Spec {
+        key: "sensitive_file_write",
+        scope: Scope::Cmd,
+        all: &[concat!(r"^tee\s+(?:\S+\s+)*?", sens!(), end!())],
+    },
+    Spec {
+        key: "service_stop",
+        scope: Scope::Cmd,
+        all: &[
+            r"^(?:systemctl\s+(?:-\S+\s+)*(?:stop|restart|kill|disable|mask|isolate|try-restart|reload-or-restart)|service\s+\S+\s+(?:stop|restart|force-stop|force-reload)|rc-service\s+\S+\s+(?:stop|restart)|launchctl\s+(?:stop|unload|bootout|remove))(?:\s|$)",
+        ],
+    },
+    Spec {
+        key: "force_kill",
+        scope: Scope::Cmd,
+        all: &[
+            r"^(?:kill|pkill|killall)\s+(?:\S+\s+)*?(?:-(?i:9|KILL|SIGKILL)|-s\s+(?i:9|KILL|SIGKILL)|--signal[=\s](?i:9|KILL|SIGKILL))(?:\s|$)",
+        ],
+    },
+    Spec {
+        key: "killall_regex",
+        scope: Scope::Cmd,
+        all: &[r"^killall\s+(?:\S+\s+)*?(?:-[a-zA-Z]*r[a-zA-Z]*|--regexp)(?:\s|$)"],
+    },
+    Spec {
+        key: "pipe_remote_to_shell",
+        scope: Scope::Flat,
+        all: &[concat!(r"\b(?:curl|wget|fetch)\b[^;&]*", to_interp!())],
+    },
+    Spec {
+        key: "process_substitution_remote",
+        scope: Scope::Text,
+        all: &[
+            r"(?:^|[;&|(]\s*|\s)(?:source|\.|(?:\S*/)?(?:ba|z|da|k)?sh)\s+(?:-\S+\s+)*<\(\s*(?:curl|wget)\b",
+        ],
+    },
+    Spec {
+        key: "command_substitution_remote",
+        scope: Scope::Text,
+        all: &[
+            r#"(?:\beval\s+|\b(?:ba|z|da|k)?sh\s+(?:-\S+\s+)*-\w*c\s+|(?:^|[;&|]\s*))["']?(?:\$\(|`)\s*(?:curl|wget)\b"#,
+        ],
+    },
+    Spec {
+        key: "decoded_to_shell",
+        scope: Scope::Flat,
+        all: &[concat!(
+            r"\bbase64\b[^;&|]*\s(?:-d|-D|--decode|-\w*d)\b[^;&]*",
+            to_interp!()
+        )],
+    },
+    Spec {
+        key: "xxd_to_shell",
+        scope: Scope::Flat,
+        all: &[concat!(r"\bxxd\b[^;&|]*\s-\w*r\w*\b[^;&]*", to_interp!())],
+    },
+    Spec {
+        key: "tr_to_shell",
+        scope: Scope::Flat,
+        all: &[concat!(r"(?:^|[|;&]\s*)tr\s[^;&]*", to_interp!())],
+    },
+    Spec {
+        key: "openssl_to_shell",
+        scope: Scope::Flat,
+        all: &[concat!(
+            r"\bopenssl\b[^;&|]*\s(?:-d|enc|base64|-base64)\b[^;&]*",
+            to_interp!()
+        )],
+    },
+    Spec {
+        key: "xargs_rm",
+        scope: Scope::Cmd,
+        all: &[r"^xargs\s(?:.*\s)?(?:\S*/)?rm(?:\s|$)"],
+    },
+    Spec {
+        key: "find_exec_rm",
+        scope: Scope::Cmd,
+        all: &[r"^find\s(?:.*\s)?-(?:exec|execdir|ok|okdir)\s+(?:\S*/)?rm(?:\s|$)"],
+    },
+    Spec {
+        key: "find_delete",
+        scope: Scope::Cmd,
+        all: &[r"^find\s(?:.*\s)?-delete(?:\s|$)"],
+    },
+    Spec {
+        key: "hermes_gateway_stop",
+        scope: Scope::Cmd,
+        all: &[r"^hermes\s+(?:-\S+\s+)*gateway\s+(?:stop|restart|update|kill)(?:\s|$)"],
+    },
+    Spec {
+        key: "hermes_update",
+        scope: Scope::Cmd,
+        all: &[r"^hermes\s+(?:-\S+\s+)*update(?:\s|$)"],
+    },
+    Spec {
+        key: "gateway_outside_systemd",
+        scope: Scope::Flat,
+        all: &[r"\bhermes\s+gateway\s+run\b[^;|&]*\s&(?:\s|$)"],
+    },
+    Spec {
+        key: "gateway_outside_systemd",
+        scope: Scope::Flat,
+        all: &[r"\b(?:nohup|setsid|disown|screen|tmux)\b[^;|&]*\bhermes\s+gateway\s+run\b"],
+    },
+    Spec {
+        key: "kill_hermes_process",
+        scope: Scope::Cmd,
+        all: &[r"^(?:pkill|killall)\s+(?:-\S+\s+)*\S*(?:hermes|gateway)"],
+    },
+    Spec {
+        key: "kill_via_pgrep",
+        scope: Scope::Raw,
+        all: &[r"\bkill\b[^;|&\n]*(?:\$\(|`)\s*(?:pgrep|pidof)\b[^)`]*(?:hermes|gateway)"],
+    },
+    Spec {
+        key: "hermes_launchd",
+        scope: Scope::Cmd,
+        all: &[r"^launchctl\s+(?:stop|unload|bootout|remove|kickstart)\s.*hermes"],
+    },
+    Spec {
+        key: "docker_compose_lifecycle",
+        scope: Scope::Cmd,
+        all: &[
+            r"^(?:(?:docker|podman)\s+(?:.*\s)?compose|docker-compose|podman-compose)\s(?:.*\s)?(?:restart|stop|kill|down)(?:\s|$)",
+        ],
+    },
+    Spec {
+        key: "docker_lifecycle",
+        scope: Scope::Cmd,
+        all: &[
+            r"^(?:docker|podman)\s+(?:(?:-H|--host|--context|-c|--config|-l|--log-level)\s+\S+\s+|-\S+\s+)*(?:container\s+)?(?:restart|stop|kill)(?:\s|$)",
+        ],
+    },
+    Spec {
+        key: "copy_into_system",
+        scope: Scope::Cmd,
+        all: &[copy_into!(sys!())],
+    },
+    Spec {
+        key: "copy_into_sensitive",
+        scope: Scope::Cmd,
+        all: &[copy_into!(sens!())],
+    },
+    Spec {
+        key: "sed_inplace_sensitive",
+        scope: Scope::Cmd,
+        all: &[editor!(), inplace!(), concat!(r"\s", sens!(), end!())],
+    },
+    Spec {
+        key: "sed_inplace_system",
+        scope: Scope::Cmd,
+        all: &[editor!(), inplace!(), concat!(r"\s", sys!(), end!())],
+    },
+    Spec {
+        key: "sed_inplace_hermes",
+        scope: Scope::Cmd,
+        all: &[editor!(), inplace!(), concat!(r"\s", hermes_cfg!(), end!())],
+    },
+    Spec {
+        key: "git_reset_hard",
+        scope: Scope::Cmd,
+        all: &[concat!(git!(), r"reset\s(?:.*\s)?--hard(?:\s|$)")],
+    },
+    Spec {
+        key: "git_force_push",
+        scope: Scope::Cmd,
+        all: &[
+            concat!(git!(), r"push(?:\s|$)"),
+            r"\s(?:--force(?:-with-lease|-if-includes)?(?:=\S*)?|-[a-zA-Z]*f[a-zA-Z]*|\+\S+)(?:\s|$)",
+        ],
+    },
+    Spec {
+        key: "git_clean_force",
+        scope: Scope::Cmd,
+        all: &[
+            concat!(git!(), r"clean(?:\s|$)"),
+            r"\s(?:-[a-zA-Z]*f[a-zA-Z]*|--force)(?:\s|$)",
+        ],
+    },
+    Spec {
+        key: "git_branch_force_delete",
+        scope: Scope::Cmd,
+        all: &[
+            concat!(git!(), r"branch(?:\s|$)"),
+            r"\s-[a-zA-Z]*D[a-zA-Z]*(?:\s|$)|\s-[a-zA-Z]*(?:df|fd)[a-zA-Z]*(?:\s|$)|\s(?:-d|--delete)\s(?:.*\s)?(?:-f|--force)(?:\s|$)|\s(?:-f|--force)\s(?:.*\s)?(?:-d|--delete)(?:\s|$)",
+        ],
+    },
+    Spec {
+        key: "chmod_x_exec",
+        scope: Scope::Flat,
+        all: &[
+            r"\bchmod\s+(?:-\S+\s+)*[ugoa]*\+[rwxXst]*x\S*\s+\S+(?:\s+\S+)*?\s+(?:;|&&|\|\||&)\s+(?:sudo\s+)?(?:\./|/|~/|(?:ba|z|da|k)?sh\s|source\s|\.\s)",
+        ],
+    },
 ];
 
 struct Compiled {
@@ -291,14 +688,16 @@ fn re(pattern: &str) -> Option<Regex> {
 }
 
 static BLOCK_DEVICE: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    re(r"^/dev/(?:sd[a-z]+\d*|hd[a-z]+\d*|vd[a-z]+\d*|xvd[a-z]+\d*|nvme\d+(?:n\d+)?(?:p\d+)?|mmcblk\d+(?:p\d+)?|r?disk\d+(?:s\d+)?|md\d+|dm-\d+|mapper/\S+|loop\d+|sr\d+|nbd\d+|disk/by-\S+)$")
+    re(
+        r"^/dev/(?:sd[a-z]+\d*|hd[a-z]+\d*|vd[a-z]+\d*|xvd[a-z]+\d*|nvme\d+(?:n\d+)?(?:p\d+)?|mmcblk\d+(?:p\d+)?|r?disk\d+(?:s\d+)?|md\d+|dm-\d+|mapper/\S+|loop\d+|sr\d+|nbd\d+|disk/by-\S+)$",
+    )
 });
-static FUNC_DEF: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    re(r"(?:function\s+)?([A-Za-z_:.][\w:.-]*)\s*(?:\(\s*\))?\s*\{([^}]*)\}")
-});
+static FUNC_DEF: LazyLock<Option<Regex>> =
+    LazyLock::new(|| re(r"(?:function\s+)?([A-Za-z_:.][\w:.-]*)\s*(?:\(\s*\))?\s*\{([^}]*)\}"));
 static PERL_FORK: LazyLock<Option<Regex>> =
     LazyLock::new(|| re(r"\bfork\s*(?:\(\s*\))?\s*while\s+fork\b"));
-static SQL_DELETE: LazyLock<Option<Regex>> = LazyLock::new(|| re(r#"(?i)\bdelete\s+from\s+[^\s;'"]+"#));
+static SQL_DELETE: LazyLock<Option<Regex>> =
+    LazyLock::new(|| re(r#"(?i)\bdelete\s+from\s+[^\s;'"]+"#));
 static SQL_WHERE: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"(?i)\bwhere\b"));
 static SQL_CONTEXT: LazyLock<Option<Regex>> = LazyLock::new(|| re(sql_context!()));
 
@@ -308,13 +707,46 @@ fn is_block_device(path: &str) -> bool {
 
 /// Directories whose recursive removal is refused outright.
 const SYSTEM_DIRS: &[&str] = &[
-    "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/libx32", "/opt",
-    "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/usr", "/var", "/usr/bin", "/usr/lib",
-    "/usr/lib64", "/usr/local", "/usr/sbin", "/usr/share", "/usr/include", "/var/lib", "/var/log",
-    "/System", "/Library", "/Applications", "/Users", "/private", "/private/etc", "/private/var",
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/home",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/opt",
+    "/proc",
+    "/root",
+    "/run",
+    "/sbin",
+    "/srv",
+    "/sys",
+    "/usr",
+    "/var",
+    "/usr/bin",
+    "/usr/lib",
+    "/usr/lib64",
+    "/usr/local",
+    "/usr/sbin",
+    "/usr/share",
+    "/usr/include",
+    "/var/lib",
+    "/var/log",
+    "/System",
+    "/Library",
+    "/Applications",
+    "/Users",
+    "/private",
+    "/private/etc",
+    "/private/var",
 ];
 /// Top-level trees where even a single-file delete deserves a question.
-const SYSTEM_TREES: &[&str] = &["etc", "usr", "bin", "sbin", "boot", "lib", "lib32", "lib64", "sys", "proc", "System", "Library"];
+const SYSTEM_TREES: &[&str] = &[
+    "etc", "usr", "bin", "sbin", "boot", "lib", "lib32", "lib64", "sys", "proc", "System",
+    "Library",
+];
 
 #[derive(Debug, PartialEq, Eq)]
 enum Target {
@@ -333,7 +765,9 @@ fn classify(target: &str) -> Target {
         .find_map(|p| target.strip_prefix(p))
         .or_else(|| {
             // `~user`
-            target.strip_prefix('~').map(|r| r.find('/').map_or("", |i| &r[i..]))
+            target
+                .strip_prefix('~')
+                .map(|r| r.find('/').map_or("", |i| &r[i..]))
         });
     if let Some(rest) = home_rest {
         if rest.is_empty() || rest.starts_with('/') {
@@ -406,7 +840,9 @@ fn rm_checks(args: &[String], hit: &mut HashSet<&'static str>) {
             (Target::Root, true) => hit.insert("delete_root_fs"),
             (Target::SystemDir, true) => hit.insert("delete_system_dir"),
             (Target::Home, true) => hit.insert("delete_home_dir"),
-            (Target::Root | Target::SystemDir | Target::SystemPath, _) => hit.insert("delete_in_root_path"),
+            (Target::Root | Target::SystemDir | Target::SystemPath, _) => {
+                hit.insert("delete_in_root_path")
+            }
             _ => false,
         };
     }
@@ -429,18 +865,23 @@ fn kills_all(args: &[String]) -> bool {
 }
 
 fn first_operand(args: &[String]) -> Option<&str> {
-    args.iter().map(String::as_str).find(|a| !a.starts_with('-'))
+    args.iter()
+        .map(String::as_str)
+        .find(|a| !a.starts_with('-'))
 }
 
 fn command_checks(cmd: &[String], hit: &mut HashSet<&'static str>) {
-    let Some(name) = cmd.first().map(String::as_str) else { return };
+    let Some(name) = cmd.first().map(String::as_str) else {
+        return;
+    };
     let args = &cmd[1..];
     match name {
         "rm" => rm_checks(args, hit),
         "chown" => {
-            let recursive = args
-                .iter()
-                .any(|a| a == "--recursive" || (a.starts_with('-') && !a.starts_with("--") && a.contains('R')));
+            let recursive = args.iter().any(|a| {
+                a == "--recursive"
+                    || (a.starts_with('-') && !a.starts_with("--") && a.contains('R'))
+            });
             let to_root = first_operand(args).is_some_and(|o| {
                 let owner = o.split([':', '.']).next().unwrap_or(o);
                 owner == "root" || owner == "0"
@@ -449,7 +890,10 @@ fn command_checks(cmd: &[String], hit: &mut HashSet<&'static str>) {
                 hit.insert("chown_recursive_root");
             }
         }
-        "dd" if args.iter().any(|a| a.strip_prefix("of=").is_some_and(is_block_device)) => {
+        "dd" if args
+            .iter()
+            .any(|a| a.strip_prefix("of=").is_some_and(is_block_device)) =>
+        {
             hit.insert("dd_block_device");
         }
         "tee" if args.iter().any(|a| is_block_device(a)) => {
@@ -468,10 +912,17 @@ fn command_checks(cmd: &[String], hit: &mut HashSet<&'static str>) {
             hit.insert("system_shutdown");
         }
         "init" | "telinit" if matches!(first_operand(args), Some("0" | "6")) => {
-            hit.insert(if name == "init" { "init_runlevel" } else { "telinit_runlevel" });
+            hit.insert(if name == "init" {
+                "init_runlevel"
+            } else {
+                "telinit_runlevel"
+            });
         }
         "systemctl" | "loginctl"
-            if matches!(first_operand(args), Some("poweroff" | "reboot" | "halt" | "kexec")) =>
+            if matches!(
+                first_operand(args),
+                Some("poweroff" | "reboot" | "halt" | "kexec")
+            ) =>
         {
             hit.insert("systemctl_poweroff");
         }
@@ -486,25 +937,37 @@ fn is_fork_bomb(raw: &str) -> bool {
     if PERL_FORK.as_ref().is_some_and(|r| r.is_match(raw)) {
         return true;
     }
-    let Some(def) = FUNC_DEF.as_ref() else { return false };
+    let Some(def) = FUNC_DEF.as_ref() else {
+        return false;
+    };
     def.captures_iter(raw).any(|c| {
-        let (Some(name), Some(body)) = (c.get(1), c.get(2)) else { return false };
-        let compact: String = body.as_str().chars().filter(|c| !c.is_whitespace()).collect();
+        let (Some(name), Some(body)) = (c.get(1), c.get(2)) else {
+            return false;
+        };
+        let compact: String = body
+            .as_str()
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect();
         let name = name.as_str();
         compact.contains(&format!("{name}|{name}")) && compact.contains('&')
     })
 }
 
 fn delete_without_where(raw: &str) -> bool {
-    let (Some(del), Some(wh), Some(ctx)) = (SQL_DELETE.as_ref(), SQL_WHERE.as_ref(), SQL_CONTEXT.as_ref()) else {
+    let (Some(del), Some(wh), Some(ctx)) = (
+        SQL_DELETE.as_ref(),
+        SQL_WHERE.as_ref(),
+        SQL_CONTEXT.as_ref(),
+    ) else {
         return false;
     };
     ctx.is_match(raw)
         && del.find_iter(raw).any(|m| {
-        let tail = &raw[m.end()..];
-        let end = tail.find([';', '\'', '"', '\n']).unwrap_or(tail.len());
-        !wh.is_match(&tail[..end])
-    })
+            let tail = &raw[m.end()..];
+            let end = tail.find([';', '\'', '"', '\n']).unwrap_or(tail.len());
+            !wh.is_match(&tail[..end])
+        })
 }
 
 /// Everything found in one command.

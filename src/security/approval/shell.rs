@@ -24,7 +24,10 @@ pub(super) enum Tok {
     Sep(&'static str),
     /// A redirection operator including any fd prefix (`>`, `2>>`, `&>`, `<<<`, `<<-`); for a
     /// heredoc, `body` holds the lines up to the delimiter.
-    Redir { op: String, body: Option<String> },
+    Redir {
+        op: String,
+        body: Option<String>,
+    },
 }
 
 /// The tokens of one command line plus the command texts it runs through substitutions.
@@ -188,7 +191,11 @@ impl Lexer {
             return;
         }
         let prefix = match &self.cur {
-            Some(w) if !w.quoted && !w.text.is_empty() && w.text.chars().all(|c| c.is_ascii_digit()) => {
+            Some(w)
+                if !w.quoted
+                    && !w.text.is_empty()
+                    && w.text.chars().all(|c| c.is_ascii_digit()) =>
+            {
                 self.cur.take().map(|w| w.text).unwrap_or_default()
             }
             _ => String::new(),
@@ -411,7 +418,11 @@ impl Lexer {
                     .map_or(self.c.len(), |p| self.i + p);
                 let line: String = self.c[self.i..end].iter().collect();
                 self.i = (end + 1).min(self.c.len());
-                let cmp = if strip_tabs { line.trim_start_matches('\t') } else { line.as_str() };
+                let cmp = if strip_tabs {
+                    line.trim_start_matches('\t')
+                } else {
+                    line.as_str()
+                };
                 if cmp == delim {
                     break;
                 }
@@ -426,8 +437,9 @@ impl Lexer {
 }
 
 fn is_ifs(name: &str) -> bool {
-    name.strip_prefix("IFS")
-        .is_some_and(|rest| rest.is_empty() || !rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
+    name.strip_prefix("IFS").is_some_and(|rest| {
+        rest.is_empty() || !rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+    })
 }
 
 /// Reads from `start` (just past an opening parenthesis) to the matching `)`, skipping quoted
@@ -504,7 +516,10 @@ mod tests {
         let toks = lex("a && b | c 2>/dev/null; d &").toks;
         assert!(toks.contains(&Tok::Sep("&&")));
         assert!(toks.contains(&Tok::Sep("|")));
-        assert!(toks.contains(&Tok::Redir { op: "2>".into(), body: None }));
+        assert!(toks.contains(&Tok::Redir {
+            op: "2>".into(),
+            body: None
+        }));
         assert!(toks.contains(&Tok::Sep("&")));
         let quoted = lex("echo 'a; b'").toks;
         assert!(!quoted.iter().any(|t| matches!(t, Tok::Sep(_))));
@@ -530,7 +545,9 @@ mod tests {
 
     #[test]
     fn unterminated_input_does_not_panic() {
-        for s in ["'abc", "\"abc", "$(abc", "`abc", "${abc", "abc\\", "$'\\x", "<<", "a <<E\nb"] {
+        for s in [
+            "'abc", "\"abc", "$(abc", "`abc", "${abc", "abc\\", "$'\\x", "<<", "a <<E\nb",
+        ] {
             let _ = lex(s);
         }
     }

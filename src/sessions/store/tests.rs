@@ -162,7 +162,7 @@ fn missing_session_is_reported() {
     assert!(
         matches!(s.create_session(&orphan), Err(StoreError::SessionNotFound(id)) if id == "ghost")
     );
-    assert_eq!(s.delete_session("nope").unwrap(), false);
+    assert!(!s.delete_session("nope").unwrap());
     assert_eq!(s.rewind_last_user_turn("nope").unwrap(), 0);
     assert!(s.session("nope").unwrap().is_none());
 }
