@@ -589,7 +589,7 @@ fn summarize_args(arguments: &str) -> String {
     });
     let line = text.lines().next().unwrap_or("").to_string();
     let cut = crate::util::truncate_chars(&line, 80);
-    if cut.len() < text.len() {
+    if cut.len() < line.len() {
         format!("{cut}…")
     } else {
         cut.to_string()

@@ -8,13 +8,19 @@
 //!    `command_allowlist` (pattern keys; literal commands and globs for non-compound commands);
 //! 5. ask through `ApprovalPrompt` with a timeout (timeout = deny); nobody to ask = refuse.
 //!
-//! Detection lives in the submodules: `shell` (lexer), `normalize` (de-obfuscation), `patterns`
-//! (hardline floor and the dangerous catalogue), `allowlist` (entry semantics).
+//! Detection lives in the submodules: `shell` (lexer), `normalize` + `wrappers` + `payload`
+//! (de-obfuscation: views, wrapper stripping, inline scripts), `catalog` (pattern keys),
+//! `specs` (the regexes), `patterns` (checks written as code, `detect`, `hardline`) and
+//! `allowlist` (entry semantics).
 
 mod allowlist;
+mod catalog;
 mod normalize;
 mod patterns;
+mod payload;
 mod shell;
+mod specs;
+mod wrappers;
 
 #[cfg(test)]
 mod detect_tests;

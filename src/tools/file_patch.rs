@@ -120,7 +120,7 @@ fn patch_file(path: &Path, args: &PatchArgs) -> Result<String, ToolError> {
             "the replacement leaves {shown} unchanged; check new_string"
         )));
     }
-    crate::util::atomic_write(path, updated.as_bytes())
+    crate::util::atomic_write(&file_common::write_target(path), updated.as_bytes())
         .map_err(|e| ToolError::Respond(file_common::io_message("write", shown, &e)))?;
 
     let count = spans.len();

@@ -12,13 +12,15 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::tools::file_common::{self, BINARY_SNIFF_BYTES};
-use crate::tools::registry::{ToolContext, ToolError, TypedTool};
+use crate::tools::registry::{MAX_RESULT_CHARS, ToolContext, ToolError, TypedTool};
 
 /// Most lines returned by one call.
 pub const MAX_LINES: usize = 2_000;
 /// Longer lines are cut and marked.
 pub const MAX_LINE_CHARS: usize = 2_000;
 const TRUNCATED_MARK: &str = "... [truncated]";
+/// Room kept for the footer lines within the character cap.
+const FOOTER_RESERVE: usize = 400;
 
 pub struct ReadFile;
 
@@ -51,10 +53,14 @@ impl TypedTool for ReadFile {
 
     async fn run(&self, args: ReadFileArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let path = ctx.resolve(&args.path);
+        // The whole answer, footers included, stays within the configured cap and below the
+        // registry's spill threshold (a read should never be replaced by a "saved to file" note).
+        let cap = ctx.config.file_read_max_chars.min(MAX_RESULT_CHARS);
         let window = Window {
             offset: args.offset.max(1),
             limit: args.limit.clamp(1, MAX_LINES),
-            max_chars: ctx.config.file_read_max_chars.max(1),
+            max_chars: cap.saturating_sub(FOOTER_RESERVE).max(1),
+            cap,
         };
         let cancel = ctx.cancel.clone();
         let shown = args.path;
@@ -68,7 +74,10 @@ crate::register_tool!(ReadFile);
 struct Window {
     offset: usize,
     limit: usize,
+    /// Budget for the numbered lines.
     max_chars: usize,
+    /// Budget for the whole answer (what the footer reports).
+    cap: usize,
 }
 
 fn read_window(
@@ -216,7 +225,7 @@ fn render(page: Page, shown: &str, window: Window) -> Result<String, ToolError> 
     if page.char_capped {
         out.push_str(&format!(
             "[output capped at {} characters: showed lines {first}-{last} of {total}; continue with offset={}]\n",
-            window.max_chars,
+            window.cap,
             last + 1
         ));
     } else if last < total {
@@ -313,6 +322,7 @@ mod tests {
             .map(|l| l.chars().count() + 1)
             .sum();
         assert!(body <= 1_000, "{body}");
+        assert!(out.chars().count() <= 1_000, "{}", out.chars().count());
         let footer = out.lines().last().unwrap();
         assert!(
             footer.contains("output capped at 1000 characters"),
@@ -331,6 +341,19 @@ mod tests {
             footer.contains(&format!("offset={}", last_shown + 1)),
             "{footer}"
         );
+    }
+
+    #[tokio::test]
+    async fn default_cap_keeps_big_reads_below_the_spill_threshold() {
+        let t = env();
+        let line = "y".repeat(1_500);
+        t.write("big.txt", format!("{line}\n").repeat(2_000));
+        let out = t
+            .ok("read_file", json!({"path": "big.txt", "limit": 2000}))
+            .await;
+        assert!(!out.contains("persisted-output"), "spilled");
+        assert!(out.chars().count() <= 100_000, "{}", out.chars().count());
+        assert!(out.contains("output capped at 100000 characters"));
     }
 
     #[tokio::test]

@@ -38,6 +38,7 @@ impl TypedTool for WriteFile {
 crate::register_tool!(WriteFile);
 
 fn write(path: &Path, shown: &str, content: &str) -> Result<String, ToolError> {
+    let path = &file_common::write_target(path);
     let existed = match std::fs::metadata(path) {
         Ok(meta) if meta.is_dir() => {
             return Err(ToolError::Respond(format!(
@@ -140,6 +141,19 @@ mod tests {
 
         let err = t.err("write_file", json!({"path": "x.txt"})).await;
         assert!(err.contains("content"), "{err}");
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn writing_through_a_symlink_keeps_the_link() {
+        let t = env();
+        let real = t.write("real.txt", "old");
+        std::os::unix::fs::symlink("real.txt", t.path("link.txt")).unwrap();
+        t.ok("write_file", json!({"path": "link.txt", "content": "new"}))
+            .await;
+        assert_eq!(std::fs::read_to_string(&real).unwrap(), "new");
+        let meta = std::fs::symlink_metadata(t.path("link.txt")).unwrap();
+        assert!(meta.file_type().is_symlink());
     }
 
     #[tokio::test]

@@ -23,6 +23,8 @@ const SHOWN_LINE_CHARS: usize = 200;
 const SEARCHED_LINE_BYTES: usize = 256 * 1024;
 /// Bounds one call on a huge tree; the model is told to narrow `path`.
 const MAX_FILES: usize = 200_000;
+/// Results stop before this many chars, so the answer is never spilled to a file.
+const MAX_OUTPUT_CHARS: usize = 60_000;
 
 pub struct SearchFiles;
 
@@ -158,8 +160,12 @@ fn search(
             Target::Files => Some(PathMatcher::Regex(compile_regex(&args.pattern)?)),
         };
 
-    let mut found: Vec<String> = Vec::new();
-    let mut more = false;
+    let mut found = Results {
+        items: Vec::new(),
+        chars: 0,
+        limit,
+        full: None,
+    };
     let mut stats = Stats::default();
     for (abs, rel) in walk(root) {
         if cancel.is_cancelled() {
@@ -178,23 +184,49 @@ fn search(
         }
         let shown = display_path(&args.path, root, &rel);
         if let Some(m) = &path_matcher {
-            if m.is_match(&rel) {
-                if found.len() == limit {
-                    more = true;
-                    break;
-                }
-                found.push(shown);
+            if m.is_match(&rel) && !found.offer(shown) {
+                break;
             }
             continue;
         }
         if let Some(re) = &content_re
-            && grep_file(&abs, &shown, re, limit, &mut found, &mut stats, cancel)
+            && !grep_file(&abs, &shown, re, &mut found, &mut stats, cancel)
         {
-            more = true;
             break;
         }
     }
-    Ok(render(args, &found, more, limit, &stats))
+    Ok(render(args, &found, &stats))
+}
+
+/// Why results stopped early.
+#[derive(Clone, Copy)]
+enum Full {
+    Limit,
+    Size,
+}
+
+struct Results {
+    items: Vec<String>,
+    chars: usize,
+    limit: usize,
+    full: Option<Full>,
+}
+
+impl Results {
+    /// Adds one result; false (and nothing added) once the limit or the size cap is reached.
+    fn offer(&mut self, line: String) -> bool {
+        if self.items.len() == self.limit {
+            self.full = Some(Full::Limit);
+            return false;
+        }
+        if self.chars + line.len() + 1 > MAX_OUTPUT_CHARS {
+            self.full = Some(Full::Size);
+            return false;
+        }
+        self.chars += line.len() + 1;
+        self.items.push(line);
+        true
+    }
 }
 
 #[derive(Default)]
@@ -248,19 +280,18 @@ fn display_path(given: &str, root: &Path, rel: &Path) -> String {
     }
 }
 
-/// Appends matches of one file; returns true when the limit was passed (there are more).
+/// Appends matches of one file; returns false when no more results fit (stop searching).
 fn grep_file(
     abs: &Path,
     shown: &str,
     re: &Regex,
-    limit: usize,
-    found: &mut Vec<String>,
+    found: &mut Results,
     stats: &mut Stats,
     cancel: &CancellationToken,
 ) -> bool {
     let Ok(mut file) = std::fs::File::open(abs) else {
         stats.unreadable += 1;
-        return false;
+        return true;
     };
     let mut head = Vec::with_capacity(BINARY_SNIFF_BYTES);
     if (&mut file)
@@ -269,11 +300,11 @@ fn grep_file(
         .is_err()
     {
         stats.unreadable += 1;
-        return false;
+        return true;
     }
     if file_common::looks_binary(&head) {
         stats.binary += 1;
-        return false;
+        return true;
     }
     let mut reader = BufReader::new(std::io::Cursor::new(head).chain(file));
     let mut buf = Vec::new();
@@ -291,33 +322,26 @@ fn grep_file(
         if !re.is_match(text) {
             continue;
         }
-        if found.len() == limit {
-            return true;
-        }
         let text = text.trim();
         let clipped = if text.chars().count() > SHOWN_LINE_CHARS {
             format!("{}...", crate::util::truncate_chars(text, SHOWN_LINE_CHARS))
         } else {
             text.to_string()
         };
-        found.push(format!("{shown}:{line_no}: {clipped}"));
+        if !found.offer(format!("{shown}:{line_no}: {clipped}")) {
+            return false;
+        }
     }
-    false
+    true
 }
 
-fn render(
-    args: &SearchFilesArgs,
-    found: &[String],
-    more: bool,
-    limit: usize,
-    stats: &Stats,
-) -> String {
+fn render(args: &SearchFilesArgs, found: &Results, stats: &Stats) -> String {
     let what = match args.target {
         Target::Content => "matches",
         Target::Files => "files",
     };
     let mut out = String::new();
-    if found.is_empty() {
+    if found.items.is_empty() {
         out.push_str(&format!(
             "No {what} for `{}` in {} ({} file{} searched",
             args.pattern,
@@ -330,15 +354,21 @@ fn render(
         }
         out.push_str(").\n");
     } else {
-        for line in found {
+        for line in &found.items {
             out.push_str(line);
             out.push('\n');
         }
     }
-    if more {
-        out.push_str(&format!(
-            "[stopped at limit={limit}; more {what} exist: narrow pattern, path or file_glob, or raise limit (max {MAX_LIMIT})]\n"
-        ));
+    match found.full {
+        Some(Full::Limit) => out.push_str(&format!(
+            "[stopped at limit={}; more {what} exist: narrow pattern, path or file_glob, or raise limit (max {MAX_LIMIT})]\n",
+            found.limit
+        )),
+        Some(Full::Size) => out.push_str(&format!(
+            "[stopped after {} {what}: output size cap reached; narrow pattern, path or file_glob]\n",
+            found.items.len()
+        )),
+        None => {}
     }
     if stats.binary > 0 && args.target == Target::Content {
         out.push_str(&format!("[{} binary file(s) skipped]\n", stats.binary));
@@ -469,6 +499,23 @@ mod tests {
             .err("search_files", json!({"pattern": "x", "target": "lines"}))
             .await;
         assert!(err.contains("target"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn output_size_is_capped_below_the_spill_threshold() {
+        let t = env();
+        let line = format!("needle {}\n", "x".repeat(300));
+        t.write("many.txt", line.repeat(1000));
+        let out = t
+            .ok("search_files", json!({"pattern": "needle", "limit": 1000}))
+            .await;
+        assert!(out.len() <= super::MAX_OUTPUT_CHARS + 200, "{}", out.len());
+        assert!(
+            out.contains("output size cap reached"),
+            "{}",
+            &out[out.len() - 200..]
+        );
+        assert!(out.starts_with("many.txt:1: needle xxx"));
     }
 
     #[tokio::test]

@@ -318,6 +318,7 @@ fn locked_db_fails_clearly_after_the_timeout() {
         "{waited:?}"
     );
     let text = err.to_string();
+    eprintln!("lock error shown to the user: {text}");
     assert!(text.contains(&path.display().to_string()), "{text}");
     assert!(
         text.contains("another process") && text.contains("hermes"),
@@ -367,6 +368,7 @@ fn read_only_locations_fail_clearly() {
 
     for path in [existing.clone(), ro.join("new.db")] {
         let err = SessionStore::open(&path).err().unwrap();
+        eprintln!("read-only error shown to the user: {err}");
         assert!(
             matches!(
                 err,

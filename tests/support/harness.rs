@@ -6,6 +6,10 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use tempfile::TempDir;
 
+/// One `messages` row: role, content, tool_calls, tool_call_id, tool_name.
+pub type Row = (String, Opt, Opt, Opt, Opt);
+type Opt = Option<String>;
+
 /// A throwaway home + project directory for one test.
 pub struct TestEnv {
     pub home: TempDir,
@@ -61,18 +65,13 @@ impl TestEnv {
     }
 
     /// `(role, content, tool_calls, tool_call_id, tool_name)` of every active message, in order.
-    pub fn rows(
-        &self,
-    ) -> Vec<(
-        String,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-    )> {
+    pub fn rows(&self) -> Vec<Row> {
         let db = self.db();
         let mut stmt = db
-            .prepare("SELECT role, content, tool_calls, tool_call_id, tool_name FROM messages WHERE active = 1 ORDER BY id")
+            .prepare(
+                "SELECT role, content, tool_calls, tool_call_id, tool_name FROM messages \
+                 WHERE active = 1 ORDER BY id",
+            )
             .unwrap();
         stmt.query_map([], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))

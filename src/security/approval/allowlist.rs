@@ -9,7 +9,7 @@
 //! Literal and glob entries never approve a compound command (one containing `;` `&` `|` `<` `>`,
 //! a backtick, `$(` or a newline): `podman *` must not approve `podman ps; rm -rf ~/x`.
 
-use super::patterns::{self, Finding};
+use super::catalog::{self, Finding};
 
 /// True if `command` chains, pipes, redirects or substitutes anything.
 pub(super) fn is_compound(command: &str) -> bool {
@@ -19,7 +19,7 @@ pub(super) fn is_compound(command: &str) -> bool {
 /// True if the allowlist entry names this finding (by key or by description).
 pub(super) fn approves_finding(entry: &str, finding: &Finding) -> bool {
     let entry = entry.trim();
-    entry == finding.key || patterns::names_of(finding.key).any(|n| n.eq_ignore_ascii_case(entry))
+    entry == finding.key || catalog::names_of(finding.key).any(|n| n.eq_ignore_ascii_case(entry))
 }
 
 /// True if the literal or glob entry matches the whole (non-compound) command.
@@ -49,12 +49,11 @@ fn glob_match(pattern: &str, text: &str) -> bool {
             continue;
         }
         if pi < p.len() {
-            if let Some((matched, next)) = match_one(&p, pi, t[ti]) {
-                if matched {
-                    pi = next;
-                    ti += 1;
-                    continue;
-                }
+            let (matched, next) = match_one(&p, pi, t[ti]);
+            if matched {
+                pi = next;
+                ti += 1;
+                continue;
             }
         }
         match star {
@@ -69,10 +68,10 @@ fn glob_match(pattern: &str, text: &str) -> bool {
     p[pi..].iter().all(|&c| c == '*')
 }
 
-/// Matches one pattern element at `pi` against `c`: `Some((matched, next_pi))`.
-fn match_one(p: &[char], pi: usize, c: char) -> Option<(bool, usize)> {
+/// Matches one pattern element at `pi` against `c`: `(matched, next_pi)`.
+fn match_one(p: &[char], pi: usize, c: char) -> (bool, usize) {
     match p[pi] {
-        '?' => Some((true, pi + 1)),
+        '?' => (true, pi + 1),
         '[' => {
             let mut j = pi + 1;
             let negate = matches!(p.get(j), Some('!' | '^'));
@@ -92,11 +91,11 @@ fn match_one(p: &[char], pi: usize, c: char) -> Option<(bool, usize)> {
             }
             if j >= p.len() {
                 // No closing bracket: a literal `[`.
-                return Some((c == '[', pi + 1));
+                return (c == '[', pi + 1);
             }
-            Some((found != negate, j + 1))
+            (found != negate, j + 1)
         }
-        literal => Some((literal == c, pi + 1)),
+        literal => (literal == c, pi + 1),
     }
 }
 

@@ -7,6 +7,7 @@
 //! `$(…)`) is unwrapped and flagged.
 
 use super::patterns::{self, detect, hardline};
+use super::specs;
 
 fn keys(cmd: &str) -> Vec<&'static str> {
     detect(cmd).into_iter().map(|f| f.key).collect()
@@ -308,6 +309,11 @@ fn obfuscated_variants_are_caught() {
         "env -S 'rm -rf /'",
         "ls; rm -rf /",
         "ls\nrm -rf /",
+        "{rm,-rf,/}",
+        "x=rm; $x -rf /",
+        "export c='rm -rf /'; $c",
+        "cd / && rm -rf *",
+        "cd /; rm -rf .",
     ];
     for cmd in root_delete {
         assert_eq!(
@@ -329,6 +335,19 @@ fn obfuscated_variants_are_caught() {
     assert_flags("find / -exec rm -rf {} +", "find_exec_rm");
     assert_flags("sudo sh -c 'echo x > /etc/passwd'", "system_file_redirect");
     assert_flags("s''udo -S true", "sudo_privilege_flag");
+    assert_eq!(
+        hardline("rm -rf /{etc,tmp}"),
+        Some("recursive delete of a system directory")
+    );
+    assert_eq!(
+        hardline("cd && rm -rf ./*"),
+        Some("recursive delete of the home directory")
+    );
+    assert_eq!(hardline("cd build && rm -rf *"), None);
+    assert_eq!(
+        hardline("rm -rf ${HOME}"),
+        Some("recursive delete of the home directory")
+    );
 }
 
 #[test]
@@ -343,7 +362,7 @@ fn findings_are_unique_and_ordered_hardline_first() {
 
 #[test]
 fn catalogue_is_consistent() {
-    let (compiled, total) = patterns::compiled_count();
+    let (compiled, total) = specs::compiled_count();
     assert_eq!(compiled, total, "every built-in pattern must compile");
     let catalog = patterns::catalog_keys();
     let unique: std::collections::HashSet<_> = catalog.iter().collect();
@@ -359,7 +378,7 @@ fn catalogue_is_consistent() {
             "{key}"
         );
     }
-    for key in patterns::spec_keys() {
+    for key in specs::spec_keys() {
         assert!(
             catalog.contains(&key),
             "pattern key {key} missing from the catalogue"

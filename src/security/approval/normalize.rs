@@ -11,24 +11,27 @@
 //! Quoted arguments that are only data (`echo "rm -rf /"`) are *not* treated as commands: the
 //! detectors look at command positions, so printing or grepping for a dangerous string is fine.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::payload::{Payload, exec_payload, is_interpreter, is_shell, shell_strings_in_code};
 use super::shell::{self, Tok, Word};
+use super::wrappers::{expand, skip_options};
 
 /// How deep nested `sh -c "eval '…'"` layers are followed.
-const MAX_DEPTH: usize = 8;
+pub(super) const MAX_DEPTH: usize = 16;
 /// Upper bound on analysed command texts, so hostile input cannot make detection explode.
 const MAX_SOURCES: usize = 512;
 
 /// Everything the detectors look at for one command line.
 #[derive(Debug, Default)]
 pub(super) struct Views {
-    /// Core simple commands (see the module header), outermost first.
+    /// Core simple commands (see the module header), outermost first, plus each `rm` after a
+    /// `cd` again with its relative operands resolved against that directory.
     pub cmds: Vec<Vec<String>>,
-    /// `cmds` joined by single spaces: what command-scoped regexes read (anchored at `^`).
+    /// The core commands joined by single spaces: what command-scoped regexes read (from `^`).
     pub lines: Vec<String>,
     /// Whole command texts with quotes removed; metacharacters that came from quotes are replaced
     /// by `_` so `echo "curl x | sh"` does not read as a pipeline.
@@ -42,7 +45,7 @@ pub(super) struct Views {
 }
 
 impl Views {
-    fn note(&mut self, key: &'static str) {
+    pub(super) fn note(&mut self, key: &'static str) {
         if !self.notes.contains(&key) {
             self.notes.push(key);
         }
@@ -55,13 +58,20 @@ pub(super) fn views(command: &str) -> Views {
     let mut queue: VecDeque<(String, usize)> = VecDeque::from([(command.to_string(), 0)]);
     let mut seen = HashSet::new();
     while let Some((src, depth)) = queue.pop_front() {
-        if seen.len() >= MAX_SOURCES || !seen.insert(src.clone()) {
+        if seen.len() >= MAX_SOURCES {
+            // Whatever is left cannot be inspected: say so rather than pass it silently.
+            v.note("uninspectable_nesting");
+            break;
+        }
+        if !seen.insert(src.clone()) {
             continue;
         }
         let mut inner = Vec::new();
         analyse_source(&src, &mut v, &mut inner);
         if depth < MAX_DEPTH {
             queue.extend(inner.into_iter().map(|t| (t, depth + 1)));
+        } else if !inner.is_empty() {
+            v.note("uninspectable_nesting");
         }
     }
     v
@@ -81,20 +91,145 @@ fn analyse_source(src: &str, v: &mut Views, inner: &mut Vec<String>) {
     v.flats.push(render_flat(&lexed.toks));
     inner.extend(lexed.substitutions);
     let simples = split_simple(lexed.toks);
+    let mut vars: HashMap<String, String> = HashMap::new();
+    let mut cwd: Option<String> = None;
     for (k, s) in simples.iter().enumerate() {
         for (op, target, _) in &s.redirs {
             v.redirects.push((op.clone(), target.clone()));
         }
-        let words: Vec<String> = s.words.iter().map(|w| w.text.clone()).collect();
+        remember_assignments(&s.words, &mut vars);
+        let words = shell_words(&s.words, &vars);
         let mut cores = Vec::new();
-        expand(&words, &mut cores, v, 0);
+        expand(&words, &mut cores, v, inner, 0);
         let feeds_shell = s.pipe_out && simples.get(k + 1).is_some_and(reads_script_from_stdin);
         for core in cores {
             extract_inner(&core, s, feeds_shell, v, inner);
+            if matches!(core[0].as_str(), "cd" | "pushd") {
+                cwd = Some(core.get(1).cloned().unwrap_or_else(|| "~".to_string()));
+            } else if let (Some(dir), "rm") = (&cwd, core[0].as_str()) {
+                // `cd / && rm -rf *` deletes `/*`: check the operands as the shell resolves them.
+                if let Some(resolved) = rm_in_dir(&core, dir) {
+                    v.cmds.push(resolved);
+                }
+            }
             v.lines.push(core.join(" "));
             v.cmds.push(core);
         }
     }
+}
+
+/// Records `x=rm` and `export x=rm` so a later `$x -rf /` reads as `rm -rf /`.
+fn remember_assignments(words: &[Word], vars: &mut HashMap<String, String>) {
+    let declared = words.first().is_some_and(|w| {
+        matches!(
+            w.text.as_str(),
+            "export" | "declare" | "local" | "readonly" | "typeset"
+        )
+    });
+    let assigns = if declared { &words[1..] } else { words };
+    if assigns.is_empty() || !assigns.iter().all(|w| is_assignment(&w.text)) {
+        return;
+    }
+    for w in assigns {
+        if let Some((name, value)) = w.text.split_once('=') {
+            let name = name.trim_end_matches('+');
+            if vars.len() < 256 {
+                vars.insert(name.to_string(), value.to_string());
+            }
+        }
+    }
+}
+
+/// The words the shell would execute: known variables substituted (and split when unquoted),
+/// brace lists expanded (`{rm,-rf,/}`, `/{etc,usr}`).
+fn shell_words(words: &[Word], vars: &HashMap<String, String>) -> Vec<String> {
+    let mut out = Vec::with_capacity(words.len());
+    for w in words {
+        let text = substitute(&w.text, vars);
+        if w.quoted {
+            out.push(text);
+        } else if text != w.text && text.contains(char::is_whitespace) {
+            out.extend(text.split_whitespace().map(str::to_string));
+        } else {
+            out.extend(expand_braces(&text, 64));
+        }
+    }
+    out
+}
+
+fn substitute(text: &str, vars: &HashMap<String, String>) -> String {
+    if vars.is_empty() || !text.contains('$') {
+        return text.to_string();
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i] == '$' {
+            let braced = chars.get(i + 1) == Some(&'{');
+            let start = if braced { i + 2 } else { i + 1 };
+            let mut j = start;
+            while j < chars.len() && (chars[j].is_ascii_alphanumeric() || chars[j] == '_') {
+                j += 1;
+            }
+            let name: String = chars[start..j].iter().collect();
+            let closed = !braced || chars.get(j) == Some(&'}');
+            if let (true, Some(value)) = (closed && !name.is_empty(), vars.get(&name)) {
+                out.push_str(value);
+                i = if braced { j + 1 } else { j };
+                continue;
+            }
+        }
+        out.push(chars[i]);
+        i += 1;
+    }
+    out
+}
+
+/// Bash brace expansion of comma lists, at most `cap` results (`${x}` is not a brace list).
+fn expand_braces(word: &str, cap: usize) -> Vec<String> {
+    let bytes = word.as_bytes();
+    let open = (0..bytes.len()).find(|&i| bytes[i] == b'{' && (i == 0 || bytes[i - 1] != b'$'));
+    let Some(open) = open else {
+        return vec![word.to_string()];
+    };
+    let Some(close) = word[open..].find('}').map(|c| open + c) else {
+        return vec![word.to_string()];
+    };
+    let body = &word[open + 1..close];
+    if !body.contains(',') || body.contains('{') {
+        return vec![word.to_string()];
+    }
+    let rests = expand_braces(&word[close + 1..], cap);
+    let mut out = Vec::new();
+    for alt in body.split(',') {
+        for rest in &rests {
+            if out.len() >= cap {
+                return out;
+            }
+            out.push(format!("{}{alt}{rest}", &word[..open]));
+        }
+    }
+    out
+}
+
+/// An `rm` whose relative operands are resolved against the directory of an earlier `cd`.
+fn rm_in_dir(core: &[String], dir: &str) -> Option<Vec<String>> {
+    let mut changed = false;
+    let resolved: Vec<String> = core
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let relative = i > 0 && !a.starts_with(['-', '/', '~', '$']);
+            if relative {
+                changed = true;
+                format!("{}/{a}", dir.trim_end_matches('/'))
+            } else {
+                a.clone()
+            }
+        })
+        .collect();
+    changed.then_some(resolved)
 }
 
 fn split_simple(toks: Vec<Tok>) -> Vec<Simple> {
@@ -180,402 +315,10 @@ pub(super) fn basename(word: &str) -> &str {
     }
 }
 
-fn is_assignment(word: &str) -> bool {
+pub(super) fn is_assignment(word: &str) -> bool {
     static ASSIGN: LazyLock<Option<Regex>> =
         LazyLock::new(|| Regex::new(r"^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=").ok());
     ASSIGN.as_ref().is_some_and(|re| re.is_match(word))
-}
-
-/// Number of leading option words of a wrapper, given the options that take a separate argument.
-fn skip_options(args: &[String], short_with_arg: &str, long_with_arg: &[&str]) -> usize {
-    let mut i = 0;
-    while let Some(w) = args.get(i) {
-        if w == "--" {
-            return i + 1;
-        }
-        if let Some(long) = w.strip_prefix("--") {
-            i += if !long.contains('=') && long_with_arg.contains(&long) {
-                2
-            } else {
-                1
-            };
-            continue;
-        }
-        if w.len() > 1 && w.starts_with('-') {
-            let cluster = &w[1..];
-            let takes = cluster
-                .char_indices()
-                .find(|(_, c)| short_with_arg.contains(*c))
-                .is_some_and(|(pos, c)| pos + c.len_utf8() == cluster.len());
-            i += if takes { 2 } else { 1 };
-            continue;
-        }
-        break;
-    }
-    i.min(args.len())
-}
-
-/// Strips wrappers from `words` and pushes the resulting core command(s) into `out`.
-fn expand(words: &[String], out: &mut Vec<Vec<String>>, v: &mut Views, depth: usize) {
-    if depth > MAX_DEPTH {
-        return;
-    }
-    let mut w = words;
-    while let Some(first) = w.first() {
-        if is_assignment(first) {
-            w = &w[1..];
-            continue;
-        }
-        let rest = &w[1..];
-        let skip = match basename(first) {
-            "!" | "{" | "}" | "if" | "then" | "else" | "elif" | "do" | "while" | "until"
-            | "nohup" | "builtin" | "busybox" | "unbuffer" => 0,
-            "time" => skip_options(rest, "", &[]),
-            "exec" => skip_options(rest, "a", &[]),
-            // `command -v rm` only looks a name up.
-            "command" if rest.first().is_some_and(|a| a == "-v" || a == "-V") => break,
-            "command" => skip_options(rest, "", &[]),
-            "nice" => skip_options(rest, "n", &["adjustment"]),
-            "ionice" => skip_options(rest, "cnpPu", &["class", "classdata"]),
-            "stdbuf" => skip_options(rest, "ioe", &["input", "output", "error"]),
-            "setsid" | "caffeinate" => skip_options(rest, "", &[]),
-            "doas" => skip_options(rest, "uC", &[]),
-            "sudo" => {
-                let n = skip_options(rest, "ugCDprtTU", SUDO_LONG_WITH_ARG);
-                if sudo_escalates(&rest[..n]) {
-                    v.note("sudo_privilege_flag");
-                }
-                n
-            }
-            "timeout" => {
-                let n = skip_options(rest, "sk", &["signal", "kill-after"]);
-                (n + 1).min(rest.len())
-            }
-            "env" => match env_split(rest) {
-                Some(split) => {
-                    expand(&split, out, v, depth + 1);
-                    return;
-                }
-                None => env_prefix_len(rest),
-            },
-            "xargs" => {
-                out.push(with_basename(w));
-                let n = skip_options(rest, "IadELnPs", XARGS_LONG_WITH_ARG);
-                expand(&rest[n..], out, v, depth + 1);
-                return;
-            }
-            _ => break,
-        };
-        w = &rest[skip..];
-    }
-    if w.is_empty() {
-        return;
-    }
-    let core = with_basename(w);
-    if core[0] == "find" {
-        for cmd in find_exec_commands(&core) {
-            expand(&cmd, out, v, depth + 1);
-        }
-    }
-    out.push(core);
-}
-
-const SUDO_LONG_WITH_ARG: &[&str] = &[
-    "user",
-    "group",
-    "close-from",
-    "chdir",
-    "host",
-    "prompt",
-    "role",
-    "type",
-    "command-timeout",
-    "other-user",
-];
-const XARGS_LONG_WITH_ARG: &[&str] = &[
-    "arg-file",
-    "delimiter",
-    "eof",
-    "max-lines",
-    "max-args",
-    "max-procs",
-    "max-chars",
-    "replace",
-    "process-slot-var",
-];
-
-fn with_basename(w: &[String]) -> Vec<String> {
-    let mut core = w.to_vec();
-    if let Some(first) = core.first_mut() {
-        *first = basename(first).to_string();
-    }
-    core
-}
-
-/// `sudo -S` (password on stdin), `-A` (askpass), `-s` / `-i` (a shell), alone or in a cluster.
-fn sudo_escalates(opts: &[String]) -> bool {
-    opts.iter().any(|o| {
-        if let Some(long) = o.strip_prefix("--") {
-            matches!(long, "stdin" | "askpass" | "shell" | "login")
-        } else {
-            o.len() > 1 && o.starts_with('-') && o[1..].chars().any(|c| "SAsi".contains(c))
-        }
-    })
-}
-
-/// Leading words of `env`'s arguments that are options or assignments.
-fn env_prefix_len(args: &[String]) -> usize {
-    let mut i = 0;
-    while let Some(a) = args.get(i) {
-        if a == "--" {
-            return i + 1;
-        }
-        if is_assignment(a) {
-            i += 1;
-        } else if matches!(a.as_str(), "-u" | "-C" | "--unset" | "--chdir") {
-            i += 2;
-        } else if a.starts_with('-') && a.len() > 1 {
-            i += 1;
-        } else {
-            break;
-        }
-    }
-    i.min(args.len())
-}
-
-/// `env -S "rm -rf /"` splits its argument into the command to run.
-fn env_split(args: &[String]) -> Option<Vec<String>> {
-    let n = env_prefix_len(args);
-    let opts = &args[..n];
-    for (i, o) in opts.iter().enumerate() {
-        let value = if o == "-S" || o == "--split-string" {
-            args.get(i + 1).cloned()
-        } else if let Some(v) = o.strip_prefix("--split-string=") {
-            Some(v.to_string())
-        } else if o.starts_with("-S") && o.len() > 2 && !o.starts_with("--") {
-            Some(o[2..].to_string())
-        } else {
-            None
-        };
-        if let Some(v) = value {
-            let start = if o == "-S" || o == "--split-string" {
-                i + 2
-            } else {
-                i + 1
-            };
-            let mut split: Vec<String> = v.split_whitespace().map(str::to_string).collect();
-            split.extend(args.iter().skip(start).cloned());
-            return Some(split);
-        }
-    }
-    None
-}
-
-/// The commands `find` runs through `-exec` / `-execdir` / `-ok` / `-okdir`.
-fn find_exec_commands(find: &[String]) -> Vec<Vec<String>> {
-    let mut out = Vec::new();
-    let mut i = 1;
-    while i < find.len() {
-        if matches!(find[i].as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
-            let end = find[i + 1..]
-                .iter()
-                .position(|a| a == ";" || a == "+")
-                .map_or(find.len(), |p| i + 1 + p);
-            out.push(find[i + 1..end].to_vec());
-            i = end;
-        }
-        i += 1;
-    }
-    out
-}
-
-/// How an interpreter was told to run inline code.
-#[derive(Debug, PartialEq, Eq)]
-pub(super) enum Payload {
-    /// `sh -c '…'`, `su -c '…'`: shell text.
-    Shell(String),
-    /// `python -c`, `perl -e`, `node -e`, …: code in another language.
-    Code(String),
-    /// The flag is there but its argument is missing.
-    Missing,
-}
-
-const SHELLS: &[&str] = &[
-    "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish", "csh", "tcsh", "yash", "posh",
-];
-
-pub(super) fn is_shell(name: &str) -> bool {
-    SHELLS.contains(&name)
-}
-
-/// Interpreters that read a program from stdin when given no script (`curl … | python3`).
-pub(super) fn is_interpreter(name: &str) -> bool {
-    is_shell(name)
-        || name.starts_with("python")
-        || name.starts_with("pypy")
-        || matches!(
-            name,
-            "perl" | "ruby" | "node" | "nodejs" | "php" | "lua" | "bun" | "deno"
-        )
-}
-
-/// Detects `-c` / `-e` style inline execution in a core command and returns its payload.
-pub(super) fn exec_payload(cmd: &[String]) -> Option<Payload> {
-    let name = cmd.first()?.as_str();
-    let args = &cmd[1..];
-    if is_shell(name) {
-        return shell_c(args, name == "fish");
-    }
-    if name == "su" {
-        // `su -c CMD user` and `su user -c CMD` are both accepted.
-        return args.iter().enumerate().find_map(|(i, a)| {
-            if a == "-c" || a == "--command" {
-                Some(
-                    args.get(i + 1)
-                        .map_or(Payload::Missing, |v| Payload::Shell(v.clone())),
-                )
-            } else {
-                a.strip_prefix("--command=")
-                    .map(|v| Payload::Shell(v.to_string()))
-            }
-        });
-    }
-    let lower = name.to_ascii_lowercase();
-    if lower.starts_with("python") || lower.starts_with("pypy") {
-        return cluster_flag(args, "c", "WXQ", "", 'm');
-    }
-    match lower.as_str() {
-        "perl" | "ruby" => cluster_flag(args, "eE", "", "iIMmxCdl0", '\0'),
-        "node" | "nodejs" | "bun" => flag_value(args, &["-e", "--eval", "-p", "--print"]),
-        "deno" => (args.first().map(String::as_str) == Some("eval")).then(|| {
-            args.get(1)
-                .map_or(Payload::Missing, |c| Payload::Code(c.clone()))
-        }),
-        "php" => flag_value(args, &["-r"]),
-        "lua" | "luajit" | "rscript" | "osascript" => flag_value(args, &["-e"]),
-        "pwsh" | "powershell" | "powershell.exe" | "pwsh.exe" => {
-            flag_value(args, &["-c", "-command", "-Command"])
-        }
-        _ => None,
-    }
-}
-
-/// `bash -c CMD`, `bash -xc CMD`, `bash -c -x CMD` (the first operand is the command string).
-fn shell_c(args: &[String], fish: bool) -> Option<Payload> {
-    let mut c_flag = false;
-    let mut i = 0;
-    while let Some(a) = args.get(i) {
-        if a == "--" || a == "-" {
-            i += 1;
-            break;
-        }
-        if fish {
-            if let Some(v) = a.strip_prefix("--command=") {
-                return Some(Payload::Shell(v.to_string()));
-            }
-            if a == "--command" {
-                return Some(
-                    args.get(i + 1)
-                        .map_or(Payload::Missing, |v| Payload::Shell(v.clone())),
-                );
-            }
-        }
-        if a.starts_with("--") {
-            i += if matches!(a.as_str(), "--rcfile" | "--init-file") {
-                2
-            } else {
-                1
-            };
-            continue;
-        }
-        if (a.starts_with('-') || a.starts_with('+')) && a.len() > 1 {
-            c_flag |= a[1..].contains('c');
-            i += if a.ends_with('o') || a.ends_with('O') {
-                2
-            } else {
-                1
-            };
-            continue;
-        }
-        break;
-    }
-    if !c_flag {
-        return None;
-    }
-    Some(
-        args.get(i)
-            .map_or(Payload::Missing, |v| Payload::Shell(v.clone())),
-    )
-}
-
-/// A short flag inside option clusters (`-c`, `-Bc`, `-pe`) whose value is the rest of the
-/// cluster or the next word. Letters in `takes_value` consume the rest of the cluster or the next
-/// word; letters in `attached_only` consume only the rest of the cluster (Perl's `-i.bak`);
-/// `stop` means another program runs instead (`python -m`).
-fn cluster_flag(
-    args: &[String],
-    flags: &str,
-    takes_value: &str,
-    attached_only: &str,
-    stop: char,
-) -> Option<Payload> {
-    let mut i = 0;
-    while let Some(a) = args.get(i) {
-        if a == "--" || a == "-" || !a.starts_with('-') {
-            return None;
-        }
-        if a.starts_with("--") {
-            i += 1;
-            continue;
-        }
-        let chars: Vec<char> = a[1..].chars().collect();
-        let mut skip_next = false;
-        for (k, &c) in chars.iter().enumerate() {
-            if c == stop {
-                return None;
-            }
-            let rest: String = chars[k + 1..].iter().collect();
-            if flags.contains(c) {
-                if !rest.is_empty() {
-                    return Some(Payload::Code(rest));
-                }
-                return Some(
-                    args.get(i + 1)
-                        .map_or(Payload::Missing, |v| Payload::Code(v.clone())),
-                );
-            }
-            if attached_only.contains(c) {
-                break;
-            }
-            if takes_value.contains(c) {
-                skip_next = rest.is_empty();
-                break;
-            }
-        }
-        i += if skip_next { 2 } else { 1 };
-    }
-    None
-}
-
-/// A flag given as a separate word (`-e CODE`) or `--flag=CODE`, before the first operand.
-fn flag_value(args: &[String], flags: &[&str]) -> Option<Payload> {
-    for (i, a) in args.iter().enumerate() {
-        if flags.contains(&a.as_str()) {
-            return Some(
-                args.get(i + 1)
-                    .map_or(Payload::Missing, |v| Payload::Code(v.clone())),
-            );
-        }
-        if let Some((name, value)) = a.split_once('=') {
-            if flags.contains(&name) && name.starts_with("--") {
-                return Some(Payload::Code(value.to_string()));
-            }
-        }
-        if !a.starts_with('-') {
-            return None;
-        }
-    }
-    None
 }
 
 /// True when the simple command is an interpreter reading its program from stdin
@@ -583,7 +326,13 @@ fn flag_value(args: &[String], flags: &[&str]) -> Option<Payload> {
 fn reads_script_from_stdin(s: &Simple) -> bool {
     let words: Vec<String> = s.words.iter().map(|w| w.text.clone()).collect();
     let mut cores = Vec::new();
-    expand(&words, &mut cores, &mut Views::default(), 0);
+    expand(
+        &words,
+        &mut cores,
+        &mut Views::default(),
+        &mut Vec::new(),
+        0,
+    );
     cores.last().is_some_and(|core| {
         is_interpreter(&core[0])
             && exec_payload(core).is_none()
@@ -631,7 +380,6 @@ fn extract_inner(
         None => {}
     }
     match name {
-        "eval" => inner.push(core[1..].join(" ")),
         "watch" => {
             let n = skip_options(&core[1..], "nqd", &["interval", "differences"]);
             inner.push(core[1 + n..].join(" "));
@@ -648,62 +396,10 @@ fn extract_inner(
     }
 }
 
-/// Shell command strings inside interpreter code: `os.system("…")`, `subprocess.run([...])`,
-/// `` `…` `` (Perl/Ruby), `execSync('…')`, `shell_exec('…')`.
-pub(super) fn shell_strings_in_code(code: &str) -> Vec<String> {
-    static CALL: LazyLock<Option<Regex>> = LazyLock::new(|| {
-        Regex::new(
-            r#"\b(?:system|popen\d?|getoutput|getstatusoutput|check_output|check_call|call|run|Popen|exec|execSync|spawnSync|shell_exec|passthru|proc_open|qx)\s*[\(\{]\s*[rbuf]?(?:"((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)')"#,
-        )
-        .ok()
-    });
-    static LIST: LazyLock<Option<Regex>> = LazyLock::new(|| {
-        Regex::new(
-            r"\b(?:check_output|check_call|call|run|Popen|spawn\w*|exec\w*)\s*\(\s*\[([^\]]*)\]",
-        )
-        .ok()
-    });
-    static STR: LazyLock<Option<Regex>> =
-        LazyLock::new(|| Regex::new(r#""((?:[^"\\]|\\.)*)"|'((?:[^'\\]|\\.)*)'"#).ok());
-    static BACKTICK: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"`([^`]+)`").ok());
-    let unescape = |s: &str| {
-        s.replace("\\\"", "\"")
-            .replace("\\'", "'")
-            .replace("\\\\", "\\")
-    };
-    let mut out = Vec::new();
-    if let Some(re) = CALL.as_ref() {
-        for c in re.captures_iter(code) {
-            if let Some(m) = c.get(1).or_else(|| c.get(2)) {
-                out.push(unescape(m.as_str()));
-            }
-        }
-    }
-    if let (Some(list), Some(string)) = (LIST.as_ref(), STR.as_ref()) {
-        for c in list.captures_iter(code) {
-            let Some(items) = c.get(1) else { continue };
-            let parts: Vec<String> = string
-                .captures_iter(items.as_str())
-                .filter_map(|s| s.get(1).or_else(|| s.get(2)).map(|m| unescape(m.as_str())))
-                .collect();
-            if !parts.is_empty() {
-                out.push(parts.join(" "));
-            }
-        }
-    }
-    if let Some(re) = BACKTICK.as_ref() {
-        out.extend(
-            re.captures_iter(code)
-                .filter_map(|c| c.get(1))
-                .map(|m| m.as_str().to_string()),
-        );
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::security::approval::wrappers::MAX_CORES;
 
     fn lines(cmd: &str) -> Vec<String> {
         views(cmd).lines
@@ -754,39 +450,31 @@ mod tests {
     }
 
     #[test]
-    fn payload_forms() {
-        let s = |a: &[&str]| a.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        assert_eq!(
-            exec_payload(&s(&["bash", "-xc", "ls"])),
-            Some(Payload::Shell("ls".into()))
-        );
-        assert_eq!(exec_payload(&s(&["bash", "script.sh"])), None);
-        assert_eq!(
-            exec_payload(&s(&["python3", "-Bc", "x"])),
-            Some(Payload::Code("x".into()))
-        );
-        assert_eq!(exec_payload(&s(&["python3", "-m", "http.server"])), None);
-        assert_eq!(
-            exec_payload(&s(&["perl", "-pi", "-e", "s/a/b/", "f"])),
-            Some(Payload::Code("s/a/b/".into()))
-        );
-        assert_eq!(exec_payload(&s(&["perl", "-pie", "x"])), None);
-        assert_eq!(
-            exec_payload(&s(&["node", "--eval=1"])),
-            Some(Payload::Code("1".into()))
-        );
-        assert_eq!(exec_payload(&s(&["node", "app.js", "-e"])), None);
-    }
-
-    #[test]
     fn hostile_nesting_is_bounded() {
+        // Within the depth limit nested layers are followed to the end.
         let mut cmd = "rm -rf /x".to_string();
-        for _ in 0..40 {
+        for _ in 0..6 {
             cmd = format!("sh -c {}", shell_quote(&cmd));
         }
-        let _ = views(&cmd);
-        let many = "$(ls) ".repeat(5_000);
-        assert!(views(&many).raws.len() <= MAX_SOURCES);
+        assert!(views(&cmd).lines.iter().any(|l| l == "rm -rf /x"));
+        // Beyond it, the command is reported as uninspectable instead of passing silently.
+        let mut nested = "rm -rf /x".to_string();
+        for _ in 0..(MAX_DEPTH + 4) {
+            nested = format!("echo $({nested})");
+        }
+        let v = views(&nested);
+        assert!(v.notes.contains(&"uninspectable_nesting"), "{:?}", v.notes);
+        let evals = views(&format!("{}rm -rf /x", "eval ".repeat(500)));
+        assert!(evals.lines.iter().any(|l| l == "rm -rf /x"));
+        let many: String = (0..5_000).map(|i| format!("$(ls {i}) ")).collect();
+        let v = views(&many);
+        assert!(v.raws.len() <= MAX_SOURCES);
+        assert!(v.notes.contains(&"uninspectable_nesting"));
+        assert!(expand_braces(&"{a,b}".repeat(200), 64).len() <= 64);
+        assert_eq!(expand_braces("/{etc,usr}/x", 64), ["/etc/x", "/usr/x"]);
+        assert_eq!(expand_braces("${HOME}", 64), ["${HOME}"]);
+        let v = views(&format!("{}rm -rf /x", "xargs ".repeat(500)));
+        assert!(v.cmds.len() <= MAX_CORES + 1, "{}", v.cmds.len());
     }
 
     fn shell_quote(s: &str) -> String {
