@@ -8,6 +8,7 @@
 
 pub mod budget;
 pub mod events;
+pub mod extension;
 pub mod prompt;
 
 use std::path::PathBuf;
@@ -19,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use budget::IterationBudget;
 pub use events::AgentEvent;
+pub use extension::{TurnExtension, TurnInfo};
 
 use crate::config::Config;
 use crate::llm::retry::RetryPolicy;
@@ -35,6 +37,8 @@ use crate::tools::{SessionScratch, ToolContext, ToolOutput, ToolRegistry};
 
 /// Sent (not persisted) when the iteration budget is spent, asking for a final summary.
 const BUDGET_SUMMARY_REQUEST: &str = "[The tool-call budget for this turn is used up. Do not call any more tools. Reply now with a summary of what you found and did, and what is still left to do.]";
+/// How long `TurnExtension::before_turn` may take before the turn goes on without it.
+const BEFORE_TURN_TIMEOUT: Duration = Duration::from_secs(8);
 /// Appended to a partial answer that the user interrupted.
 const INTERRUPTED_NOTE: &str = "[interrupted by the user]";
 
@@ -60,6 +64,18 @@ pub enum AgentError {
 pub struct Services {
     pub config: Arc<Config>,
     pub store: Arc<SessionStore>,
+    /// Subsystems that take part in every turn (memory, skills, ...).
+    pub extensions: Vec<Arc<dyn TurnExtension>>,
+}
+
+impl Services {
+    pub fn new(config: Arc<Config>, store: Arc<SessionStore>) -> Self {
+        Services {
+            config,
+            store,
+            extensions: Vec::new(),
+        }
+    }
 }
 
 /// How an agent is set up by its front end.
@@ -74,6 +90,8 @@ pub struct AgentOptions {
     pub yolo: bool,
     /// Whether someone can answer approval questions (false for `-z`, cron).
     pub interactive: bool,
+    /// Nothing is written to state.db (background review agents).
+    pub ephemeral: bool,
 }
 
 /// Why a turn ended.
@@ -124,7 +142,7 @@ impl Agent {
         options: AgentOptions,
     ) -> Result<Self, AgentError> {
         let tools = ToolRegistry::for_config(&services.config, &options.toolsets)?;
-        let inputs = prompt::PromptInputs::current(&options.cwd, !tools.is_empty());
+        let inputs = prompt::PromptInputs::current(&options.cwd, &tools.names());
         let system_prompt = prompt::build_system_prompt(&services.config, &inputs)?;
         let provider = client.provider().clone();
         let new = NewSession {
@@ -167,7 +185,7 @@ impl Agent {
             None => {
                 // A session row without a prompt (e.g. written by a crash before the prompt was
                 // stored): build one now and freeze it from here on.
-                let inputs = prompt::PromptInputs::current(&options.cwd, !tools.is_empty());
+                let inputs = prompt::PromptInputs::current(&options.cwd, &tools.names());
                 let p = prompt::build_system_prompt(&services.config, &inputs)?;
                 let (id, text) = (session.id.clone(), p.clone());
                 db(&services.store, move |s| s.set_system_prompt(&id, &text)).await?;
@@ -185,6 +203,107 @@ impl Agent {
             system_prompt,
             history,
         ))
+    }
+
+    /// A background copy of this conversation that writes nothing to state.db: same client and
+    /// frozen prompt, its own budget, only `toolsets`, and no one to answer approvals.
+    pub fn fork_ephemeral(
+        &self,
+        toolsets: &[String],
+        max_iterations: u32,
+    ) -> Result<Self, AgentError> {
+        let tools = ToolRegistry::for_config(&self.services.config, toolsets)?;
+        let options = AgentOptions {
+            source: "subagent".to_string(),
+            cwd: self.options.cwd.clone(),
+            toolsets: toolsets.to_vec(),
+            max_iterations,
+            yolo: false,
+            interactive: false,
+            ephemeral: true,
+        };
+        Ok(Self::assemble(
+            self.services.clone(),
+            self.client.clone(),
+            options,
+            tools,
+            format!("{}-fork", self.session_id),
+            self.system_prompt.clone(),
+            self.history.clone(),
+        ))
+    }
+
+    /// A background agent built from a turn's `TurnInfo` (what extensions have at hand).
+    pub fn ephemeral_from(
+        info: &TurnInfo,
+        history: Vec<Message>,
+        toolsets: &[String],
+        max_iterations: u32,
+        cwd: PathBuf,
+    ) -> Result<Self, AgentError> {
+        let tools = ToolRegistry::for_config(&info.services.config, toolsets)?;
+        let options = AgentOptions {
+            source: "subagent".to_string(),
+            cwd,
+            toolsets: toolsets.to_vec(),
+            max_iterations,
+            yolo: false,
+            interactive: false,
+            ephemeral: true,
+        };
+        Ok(Self::assemble(
+            info.services.clone(),
+            info.client.clone(),
+            options,
+            tools,
+            format!("{}-fork", info.session_id),
+            info.system_prompt.clone(),
+            history,
+        ))
+    }
+
+    fn turn_info(&self, user_text: &str) -> TurnInfo {
+        TurnInfo {
+            services: self.services.clone(),
+            client: self.client.clone(),
+            session_id: self.session_id.clone(),
+            source: self.options.source.clone(),
+            system_prompt: self.system_prompt.clone(),
+            user_text: user_text.to_string(),
+            ephemeral: self.options.ephemeral,
+        }
+    }
+
+    /// Asks every extension for context to append to the API copy of the user message.
+    async fn gather_context(
+        &mut self,
+        info: &TurnInfo,
+        user_row: Option<i64>,
+    ) -> Result<(), AgentError> {
+        let mut parts = Vec::new();
+        for ext in &self.services.extensions {
+            match tokio::time::timeout(BEFORE_TURN_TIMEOUT, ext.before_turn(info)).await {
+                Ok(Some(text)) if !text.trim().is_empty() => parts.push(text),
+                Ok(_) => {}
+                Err(_) => tracing::warn!(extension = ext.name(), "before_turn timed out; skipped"),
+            }
+        }
+        if parts.is_empty() {
+            return Ok(());
+        }
+        let Some(last) = self.history.last_mut() else {
+            return Ok(());
+        };
+        let api = format!(
+            "{}\n\n{}",
+            last.content.as_deref().unwrap_or_default(),
+            parts.join("\n\n")
+        );
+        last.api_content = Some(api.clone());
+        if let Some(id) = user_row {
+            db(&self.services.store, move |s| s.set_api_content(id, &api)).await?;
+        }
+        Ok(())
     }
 
     fn assemble(
@@ -291,7 +410,9 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, AgentError> {
         // 1. The user's message is durable before anything else can fail.
-        self.persist(Message::user(user_text)).await?;
+        let user_row = self.persist(Message::user(user_text)).await?;
+        let info = self.turn_info(user_text);
+        self.gather_context(&info, user_row).await?;
 
         let budget = IterationBudget::new(self.options.max_iterations);
         let mut turn = TurnOutcome {
@@ -321,12 +442,16 @@ impl Agent {
             self.persist(response.message).await?;
             if calls.is_empty() {
                 turn.text = text;
+                self.notify_turn_end(&info, &turn);
                 return Ok(turn);
             }
             let outputs = self.run_tools(&calls, events, cancel, &prompt).await;
             for (call, output) in calls.iter().zip(&outputs) {
                 self.persist(Message::tool_result(call, output.content.clone()))
                     .await?;
+            }
+            for ext in &self.services.extensions {
+                ext.after_iteration(&info, &calls, &outputs);
             }
             if cancel.is_cancelled() {
                 turn.exit = TurnExit::Interrupted;
@@ -356,12 +481,19 @@ impl Agent {
                 turn.text = response.message.content.clone().unwrap_or_default();
                 self.persist(response.message).await?;
                 turn.exit = TurnExit::BudgetExhausted;
+                self.notify_turn_end(&info, &turn);
                 Ok(turn)
             }
             Err(CallFailure::Cancelled { partial_text }) => {
                 self.finish_interrupted(partial_text, turn).await
             }
             Err(CallFailure::Failed(e)) => Err(e.into()),
+        }
+    }
+
+    fn notify_turn_end(&self, info: &TurnInfo, turn: &TurnOutcome) {
+        for ext in &self.services.extensions {
+            ext.after_turn(info, &self.history, turn);
         }
     }
 
@@ -449,6 +581,9 @@ impl Agent {
         turn.usage.add(usage);
         self.session_usage.add(usage);
         let _ = events.send(AgentEvent::Usage(*usage));
+        if self.options.ephemeral {
+            return;
+        }
         let (id, usage) = (self.session_id.clone(), *usage);
         // Token accounting must never fail a turn that already has its answer.
         if let Err(e) = db(&self.services.store, move |s| s.add_usage(&id, &usage, 1)).await {
@@ -510,12 +645,17 @@ impl Agent {
         }
     }
 
-    /// Appends to state.db first, then to the in-memory history.
-    async fn persist(&mut self, message: Message) -> Result<(), AgentError> {
-        let (id, msg) = (self.session_id.clone(), message.clone());
-        db(&self.services.store, move |s| s.append_message(&id, &msg)).await?;
+    /// Appends to state.db first, then to the in-memory history. Returns the row id
+    /// (`None` for an ephemeral agent, which writes nothing).
+    async fn persist(&mut self, message: Message) -> Result<Option<i64>, AgentError> {
+        let row = if self.options.ephemeral {
+            None
+        } else {
+            let (id, msg) = (self.session_id.clone(), message.clone());
+            Some(db(&self.services.store, move |s| s.append_message(&id, &msg)).await?)
+        };
         self.history.push(message);
-        Ok(())
+        Ok(row)
     }
 }
 

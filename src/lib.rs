@@ -8,8 +8,10 @@ pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod llm;
+pub mod memory;
 pub mod security;
 pub mod sessions;
+pub mod skills;
 pub mod tools;
 pub mod util;
 

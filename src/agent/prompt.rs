@@ -45,14 +45,17 @@ pub struct PromptInputs {
     pub date: String,
     pub os: String,
     pub hostname: Option<String>,
+    /// Names of the tools offered (sections about tools only appear when their tool is there).
+    pub tool_names: Vec<String>,
 }
 
 impl PromptInputs {
     /// Inputs for "now" on this machine.
-    pub fn current(cwd: &Path, has_tools: bool) -> Self {
+    pub fn current(cwd: &Path, tool_names: &[&str]) -> Self {
         PromptInputs {
             cwd: cwd.to_path_buf(),
-            has_tools,
+            has_tools: !tool_names.is_empty(),
+            tool_names: tool_names.iter().map(|s| s.to_string()).collect(),
             date: chrono::Local::now().format("%A, %B %d, %Y").to_string(),
             os: std::env::consts::OS.to_string(),
             hostname: hostname(),
@@ -75,6 +78,10 @@ struct TemplateContext<'a> {
     hostname: Option<&'a str>,
     cwd: String,
     context_file: Option<&'a ContextFile>,
+    /// The skills index (category → name: description), when skills are enabled.
+    skills_index: Option<String>,
+    /// The frozen MEMORY / USER PROFILE blocks, when memory is enabled.
+    memory_block: Option<String>,
     date: &'a str,
 }
 
@@ -103,6 +110,8 @@ pub fn build_system_prompt(config: &Config, inputs: &PromptInputs) -> Result<Str
         hostname: inputs.hostname.as_deref(),
         cwd: inputs.cwd.display().to_string(),
         context_file: context_file.as_ref(),
+        skills_index: crate::skills::prompt_index(config, &inputs.tool_names),
+        memory_block: crate::memory::prompt_block(config, &inputs.tool_names),
         date: &inputs.date,
     };
     render(&template, &ctx).map_err(|e| PromptError::Template {
@@ -222,6 +231,7 @@ mod tests {
             date: "Monday, November 30, 2026".into(),
             os: "linux".into(),
             hostname: Some("box".into()),
+            tool_names: vec!["read_file".into()],
         }
     }
 

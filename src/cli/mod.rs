@@ -85,8 +85,5 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
 /// Services for a conversation (config + state.db).
 pub fn services(config: crate::config::Config) -> Result<Arc<Services>, CliError> {
     let store = setup::open_store(&config)?;
-    Ok(Arc::new(Services {
-        config: Arc::new(config),
-        store,
-    }))
+    Ok(Arc::new(Services::new(Arc::new(config), store)))
 }

@@ -107,6 +107,7 @@ pub fn agent_options(args: &RunArgs, config: &Config, interactive: bool) -> Agen
         max_iterations: args.max_turns.unwrap_or(config.agent.max_turns).max(1),
         yolo: args.yolo,
         interactive,
+        ephemeral: false,
     }
 }
 

@@ -309,6 +309,18 @@ impl SessionStore {
         }
     }
 
+    /// Sets the wire copy of a stored message (e.g. a user message plus recalled memory), so a
+    /// resumed session replays the identical bytes.
+    pub fn set_api_content(&self, message_id: i64, api_content: &str) -> Result<(), StoreError> {
+        self.write("store the API copy of a message", |tx| {
+            tx.execute(
+                "UPDATE messages SET api_content = ?1 WHERE id = ?2",
+                params![api_content, message_id],
+            )
+        })?;
+        Ok(())
+    }
+
     /// Adds one or more API calls' token counts to the session totals and, like Python, to the
     /// per-model breakdown in `session_model_usage` (keyed by the session's model and provider).
     pub fn add_usage(
