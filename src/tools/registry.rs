@@ -402,3 +402,107 @@ pub enum ToolsetError {
     #[error("toolsets include each other in a cycle: {0}; fix `custom_toolsets` in config.yaml")]
     Cycle(String),
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::test_support;
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct HugeArgs {
+        /// How many characters to return.
+        size: usize,
+    }
+
+    struct Huge;
+
+    impl TypedTool for Huge {
+        type Args = HugeArgs;
+        const NAME: &'static str = "huge";
+        const TOOLSET: &'static str = "test";
+        const DESCRIPTION: &'static str = "returns a long text";
+        async fn run(&self, args: HugeArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
+            Ok("x".repeat(args.size))
+        }
+    }
+
+    fn registry_with_huge() -> ToolRegistry {
+        let mut tools: BTreeMap<&'static str, Arc<dyn Tool>> = BTreeMap::new();
+        tools.insert("huge", Arc::new(Huge));
+        ToolRegistry { tools }
+    }
+
+    fn call(args: &str) -> ToolCall {
+        ToolCall {
+            id: "call/../7".into(),
+            name: "huge".into(),
+            arguments: args.into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn oversized_results_are_spilled_with_a_preview() {
+        let env = test_support::env();
+        let out = registry_with_huge()
+            .dispatch(&call(r#"{"size": 150000}"#), &env.ctx)
+            .await;
+        assert!(!out.is_error);
+        assert!(
+            out.content.starts_with("<persisted-output>"),
+            "{}",
+            &out.content[..200]
+        );
+        assert!(out.content.len() < 3_000);
+        // The id is sanitised: the file stays inside the cache directory.
+        let dir = env.ctx.config.home.tool_results_dir();
+        let spilled = dir.join("call____7.txt");
+        assert!(
+            out.content.contains(&spilled.display().to_string()),
+            "{}",
+            out.content
+        );
+        assert_eq!(std::fs::read_to_string(&spilled).unwrap().len(), 150_000);
+    }
+
+    #[tokio::test]
+    async fn results_under_the_cap_are_untouched() {
+        let env = test_support::env();
+        let out = registry_with_huge()
+            .dispatch(&call(r#"{"size": 100000}"#), &env.ctx)
+            .await;
+        assert_eq!(out.content.len(), MAX_RESULT_CHARS);
+    }
+
+    #[tokio::test]
+    async fn bad_arguments_and_unknown_tools_become_error_results() {
+        let env = test_support::env();
+        let reg = registry_with_huge();
+        let out = reg.dispatch(&call(r#"{"size": "lots"}"#), &env.ctx).await;
+        assert!(
+            out.is_error && out.content.contains("invalid arguments for huge"),
+            "{}",
+            out.content
+        );
+        let mut unknown = call("{}");
+        unknown.name = "nope".into();
+        let out = reg.dispatch(&unknown, &env.ctx).await;
+        assert!(out.is_error && out.content.contains("unknown tool `nope`"));
+    }
+
+    #[test]
+    fn schemas_are_compact_and_sorted() {
+        let reg = ToolRegistry::discover();
+        let schemas = reg.schemas();
+        let names: Vec<&str> = schemas.iter().map(|s| s.name.as_str()).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        assert_eq!(names, sorted);
+        for s in reg.schemas() {
+            let text = s.parameters.to_string();
+            assert!(
+                !text.contains("$schema") && !text.contains("\"title\""),
+                "{text}"
+            );
+        }
+    }
+}

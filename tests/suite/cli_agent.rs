@@ -609,3 +609,42 @@ fn sessions_commands_list_show_export_delete() {
         .unwrap();
     assert_eq!(n, 0);
 }
+
+#[test]
+fn text_only_tool_calls_are_executed() {
+    let env = TestEnv::new();
+    env.write("notes.txt", "remember the milk\n");
+    let mock = MockLlm::with_script([
+        Reply::text_raw_content(
+            "Let me look.\n<tool_call>{\"name\": \"read_file\", \"arguments\": {\"path\": \"notes.txt\"}}</tool_call>",
+        ),
+        Reply::text("It says to remember the milk."),
+    ]);
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "what do my notes say?"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "It says to remember the milk.\n");
+    assert!(last_tool_result(&mock, 1).contains("remember the milk"));
+}
+
+#[test]
+fn toolsets_flag_limits_the_offered_tools() {
+    let env = TestEnv::new();
+    let mock = MockLlm::with_script([Reply::text("ok")]);
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-t", "file", "-z", "hi"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let names: Vec<String> = mock.requests()[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["patch", "read_file", "search_files", "write_file"]);
+}

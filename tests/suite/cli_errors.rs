@@ -144,3 +144,24 @@ fn sessions_show_unknown_id() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("missing"));
 }
+
+#[test]
+fn toolset_cycle_is_a_config_error() {
+    let env = TestEnv::new();
+    std::fs::write(
+        env.home_path().join("config.yaml"),
+        "custom_toolsets:\n  a:\n    includes: [b]\n  b:\n    includes: [a]\ntoolsets: [a]\n",
+    )
+    .unwrap();
+    let out = env
+        .cmd("http://127.0.0.1:9/v1")
+        .args(["-z", "hi"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("cycle") && err.contains("a -> b -> a"),
+        "{err}"
+    );
+}

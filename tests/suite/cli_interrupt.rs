@@ -104,3 +104,68 @@ fn kill_9_mid_turn_keeps_the_user_message() {
     assert_eq!(sent[1]["content"], "tell me a long story");
     assert_eq!(sent[2]["content"], "again");
 }
+
+#[test]
+fn ctrl_c_stops_a_running_command_and_answers_every_call() {
+    let env = TestEnv::new();
+    let marker = env.cwd.path().join("never-written");
+    let mock = MockLlm::with_script([
+        crate::support::mock_llm::Reply::tool_call(
+            "c1",
+            "terminal",
+            serde_json::json!({"command": format!("sleep 30; touch {}", marker.display())}),
+        ),
+        Reply::text("after the interrupt"),
+    ]);
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hermes"));
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", env.home_path())
+        .env("HERMES_HOME", env.home_path())
+        .env("CUSTOM_BASE_URL", mock.base_url())
+        .current_dir(env.cwd.path())
+        .args([
+            "--provider",
+            "custom",
+            "-m",
+            "test-model",
+            "--yolo",
+            "-z",
+            "wait",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    // Wait until the command is running (the tool call has been received and dispatched).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while mock.request_count() == 0 {
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let started = Instant::now();
+    signal(&child, libc::SIGINT);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the command was not killed"
+    );
+    assert!(!marker.exists());
+    // The call has a recorded result, so the session resumes cleanly.
+    let rows = env.rows();
+    let roles: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(roles, ["user", "assistant", "tool"]);
+    assert!(
+        rows[2].1.as_deref().unwrap().contains("interrupt"),
+        "{rows:?}"
+    );
+    let id = env.session_ids().pop().unwrap();
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-r", &id, "-z", "status?"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "after the interrupt\n");
+}
