@@ -212,25 +212,13 @@ impl Agent {
         toolsets: &[String],
         max_iterations: u32,
     ) -> Result<Self, AgentError> {
-        let tools = ToolRegistry::for_config(&self.services.config, toolsets)?;
-        let options = AgentOptions {
-            source: "subagent".to_string(),
-            cwd: self.options.cwd.clone(),
-            toolsets: toolsets.to_vec(),
-            max_iterations,
-            yolo: false,
-            interactive: false,
-            ephemeral: true,
-        };
-        Ok(Self::assemble(
-            self.services.clone(),
-            self.client.clone(),
-            options,
-            tools,
-            format!("{}-fork", self.session_id),
-            self.system_prompt.clone(),
+        Self::ephemeral_from(
+            &self.turn_info(""),
             self.history.clone(),
-        ))
+            toolsets,
+            max_iterations,
+            self.options.cwd.clone(),
+        )
     }
 
     /// A background agent built from a turn's `TurnInfo` (what extensions have at hand).

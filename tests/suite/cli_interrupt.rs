@@ -1,7 +1,6 @@
 //! Interrupting a turn: Ctrl-C (SIGINT) aborts the request and records what happened; SIGKILL
 //! mid-turn loses nothing already accepted; both sessions resume.
 
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::support::harness::{TestEnv, stderr, stdout};
@@ -9,32 +8,22 @@ use crate::support::mock_llm::{MockLlm, Reply};
 
 /// Starts `hermes -z` on a slow answer and waits until the mock has sent a few chunks.
 fn start_slow(env: &TestEnv, mock: &MockLlm) -> std::process::Child {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hermes"));
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", env.home_path())
-        .env("HERMES_HOME", env.home_path())
-        .env("CUSTOM_BASE_URL", mock.base_url())
-        .current_dir(env.cwd.path())
-        .args([
-            "--provider",
-            "custom",
-            "-m",
-            "test-model",
-            "-z",
-            "tell me a long story",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let child = cmd.spawn().unwrap();
+    let child = env
+        .spawnable(&mock.base_url(), &["-z", "tell me a long story"])
+        .spawn()
+        .unwrap();
+    wait_for_first_request(mock);
+    // Let a few chunks arrive so there is partial text.
+    std::thread::sleep(Duration::from_millis(700));
+    child
+}
+
+fn wait_for_first_request(mock: &MockLlm) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while mock.request_count() == 0 {
         assert!(Instant::now() < deadline, "hermes never called the model");
         std::thread::sleep(Duration::from_millis(10));
     }
-    // Let a few chunks arrive so there is partial text.
-    std::thread::sleep(Duration::from_millis(700));
-    child
 }
 
 fn signal(child: &std::process::Child, sig: libc::c_int) {
@@ -117,31 +106,12 @@ fn ctrl_c_stops_a_running_command_and_answers_every_call() {
         ),
         Reply::text("after the interrupt"),
     ]);
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hermes"));
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", env.home_path())
-        .env("HERMES_HOME", env.home_path())
-        .env("CUSTOM_BASE_URL", mock.base_url())
-        .current_dir(env.cwd.path())
-        .args([
-            "--provider",
-            "custom",
-            "-m",
-            "test-model",
-            "--yolo",
-            "-z",
-            "wait",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let child = cmd.spawn().unwrap();
+    let child = env
+        .spawnable(&mock.base_url(), &["--yolo", "-z", "wait"])
+        .spawn()
+        .unwrap();
     // Wait until the command is running (the tool call has been received and dispatched).
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while mock.request_count() == 0 {
-        assert!(Instant::now() < deadline);
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_for_first_request(&mock);
     std::thread::sleep(Duration::from_millis(500));
     let started = Instant::now();
     signal(&child, libc::SIGINT);

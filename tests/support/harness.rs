@@ -50,6 +50,23 @@ impl TestEnv {
         cmd
     }
 
+    /// A `std::process::Command` for a child the test signals itself (same environment as
+    /// [`TestEnv::cmd`], output piped).
+    pub fn spawnable(&self, base_url: &str, args: &[&str]) -> std::process::Command {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hermes"));
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.home.path())
+            .env("HERMES_HOME", self.home.path())
+            .env("CUSTOM_BASE_URL", base_url)
+            .current_dir(self.cwd.path())
+            .args(["--provider", "custom", "-m", "test-model"])
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        cmd
+    }
+
     pub fn write(&self, rel: &str, text: &str) -> PathBuf {
         let p = self.cwd.path().join(rel);
         if let Some(parent) = p.parent() {
