@@ -9,6 +9,7 @@
 pub mod budget;
 pub mod events;
 pub mod extension;
+pub mod loop_guard;
 pub mod prompt;
 
 use std::path::PathBuf;
@@ -101,6 +102,8 @@ pub enum TurnExit {
     /// The budget ran out and the answer is the model's summary.
     BudgetExhausted,
     Interrupted,
+    /// The loop guard ended a turn that was going in circles; `text` says why.
+    LoopStopped,
 }
 
 /// The result of one turn.
@@ -403,6 +406,10 @@ impl Agent {
         self.gather_context(&info, user_row).await?;
 
         let budget = IterationBudget::new(self.options.max_iterations);
+        let mut guard = loop_guard::LoopGuard::new(loop_guard::LoopGuardConfig::from_raw(
+            &self.services.config.raw,
+            !self.options.interactive,
+        ));
         let mut turn = TurnOutcome {
             text: String::new(),
             exit: TurnExit::Completed,
@@ -433,13 +440,25 @@ impl Agent {
                 self.notify_turn_end(&info, &turn);
                 return Ok(turn);
             }
-            let outputs = self.run_tools(&calls, events, cancel, &prompt).await;
+            let mut outputs = self.run_tools(&calls, events, cancel, &prompt).await;
+            let verdict = guard.observe(&calls, &outputs);
+            if let (loop_guard::LoopVerdict::Warn(note), Some(last)) =
+                (&verdict, outputs.last_mut())
+            {
+                last.content = format!("{}\n\n{note}", last.content);
+            }
             for (call, output) in calls.iter().zip(&outputs) {
                 self.persist(Message::tool_result(call, output.content.clone()))
                     .await?;
             }
             for ext in &self.services.extensions {
                 ext.after_iteration(&info, &calls, &outputs);
+            }
+            if let loop_guard::LoopVerdict::Stop(message) = verdict {
+                tracing::warn!(%message, "loop guard stopped the turn");
+                turn.exit = TurnExit::LoopStopped;
+                turn.text = message;
+                return Ok(turn);
             }
             if cancel.is_cancelled() {
                 turn.exit = TurnExit::Interrupted;

@@ -62,6 +62,10 @@ pub async fn run(
             );
             Ok(exit::INTERRUPTED)
         }
+        TurnExit::LoopStopped => {
+            eprintln!("hermes: {}", outcome.text);
+            Ok(exit::FAILURE)
+        }
         TurnExit::Completed | TurnExit::BudgetExhausted => {
             if outcome.text.trim().is_empty() {
                 eprintln!(

@@ -116,6 +116,9 @@ impl Repl {
             result
         });
         match result {
+            Ok(outcome) if outcome.exit == TurnExit::LoopStopped => {
+                println!("  ⏹ {}", outcome.text);
+            }
             Ok(outcome) if outcome.exit == TurnExit::Interrupted => {
                 println!("  ⏹ interrupted — the conversation is kept; ask again or continue.");
             }

@@ -348,7 +348,7 @@ fn stream_cut_then_retry_stores_one_answer() {
 }
 
 #[test]
-fn html_error_body_reaches_the_user() {
+fn auth_error_body_reaches_the_user_without_retries() {
     let env = TestEnv::new();
     let mock = MockLlm::with_script([Reply::error(
         401,
@@ -647,4 +647,23 @@ fn toolsets_flag_limits_the_offered_tools() {
         .map(|t| t["function"]["name"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(names, ["patch", "read_file", "search_files", "write_file"]);
+}
+
+#[test]
+fn html_error_pages_are_retried_then_shown() {
+    let env = TestEnv::new();
+    let mock = MockLlm::with_script((0..4).map(|_| Reply::html_error(502)));
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "hi"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty());
+    let err = stderr(&out);
+    assert!(
+        err.contains("502 Bad Gateway") && err.contains("server_error"),
+        "{err}"
+    );
+    assert_eq!(mock.request_count(), 4, "one try and three retries");
 }

@@ -5,4 +5,5 @@ pub mod cli_errors;
 pub mod cli_interrupt;
 pub mod cli_repl;
 pub mod llm_client;
+pub mod loop_guard;
 pub mod sessions_compat;
