@@ -7,10 +7,14 @@
 //! tools, records what happened, and leaves every tool call answered so the session resumes.
 
 pub mod budget;
+pub mod compressor;
+mod event_prompt;
 pub mod events;
 pub mod extension;
 pub mod loop_guard;
 pub mod prompt;
+pub mod spend;
+mod stream;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -23,15 +27,15 @@ pub use budget::IterationBudget;
 pub use events::AgentEvent;
 pub use extension::{TurnExtension, TurnInfo};
 
+use event_prompt::EventPrompt;
+use stream::{CallFailure, stream_once};
+
 use crate::config::Config;
 use crate::llm::retry::RetryPolicy;
 use crate::llm::{
-    ChatRequest, LlmClient, LlmError, LlmEvent, LlmResponse, Message, Role, ToolCall, ToolSchema,
-    Usage,
+    ChatRequest, LlmClient, LlmError, LlmResponse, Message, Role, ToolCall, ToolSchema, Usage,
 };
-use crate::security::approval::{
-    ApprovalChoice, ApprovalGate, ApprovalPrompt, ApprovalRequest, NoPrompt,
-};
+use crate::security::approval::{ApprovalGate, ApprovalPrompt, NoPrompt};
 use crate::sessions::{NewSession, SessionRow, SessionStore, StoreError};
 use crate::tools::registry::ToolsetError;
 use crate::tools::{SessionScratch, ToolContext, ToolOutput, ToolRegistry};
@@ -39,7 +43,7 @@ use crate::tools::{SessionScratch, ToolContext, ToolOutput, ToolRegistry};
 /// Sent (not persisted) when the iteration budget is spent, asking for a final summary.
 const BUDGET_SUMMARY_REQUEST: &str = "[The tool-call budget for this turn is used up. Do not call any more tools. Reply now with a summary of what you found and did, and what is still left to do.]";
 /// How long `TurnExtension::before_turn` may take before the turn goes on without it.
-const BEFORE_TURN_TIMEOUT: Duration = Duration::from_secs(8);
+pub(crate) const BEFORE_TURN_TIMEOUT: Duration = Duration::from_secs(8);
 /// Appended to a partial answer that the user interrupted.
 const INTERRUPTED_NOTE: &str = "[interrupted by the user]";
 
@@ -104,6 +108,8 @@ pub enum TurnExit {
     Interrupted,
     /// The loop guard ended a turn that was going in circles; `text` says why.
     LoopStopped,
+    /// A spend cap would have been passed by the next call; `text` says which and how to raise it.
+    SpendCapped,
 }
 
 /// The result of one turn.
@@ -129,12 +135,10 @@ pub struct Agent {
     retry: RetryPolicy,
     options: AgentOptions,
     session_usage: Usage,
-}
-
-/// A model call that did not produce a response.
-enum CallFailure {
-    Cancelled { partial_text: String },
-    Failed(LlmError),
+    prices: spend::PriceTable,
+    caps: spend::SpendCaps,
+    /// The session whose ledger pays for this agent's calls (the parent's, for a background fork).
+    ledger_session: String,
 }
 
 impl Agent {
@@ -208,95 +212,6 @@ impl Agent {
         ))
     }
 
-    /// A background copy of this conversation that writes nothing to state.db: same client and
-    /// frozen prompt, its own budget, only `toolsets`, and no one to answer approvals.
-    pub fn fork_ephemeral(
-        &self,
-        toolsets: &[String],
-        max_iterations: u32,
-    ) -> Result<Self, AgentError> {
-        Self::ephemeral_from(
-            &self.turn_info(""),
-            self.history.clone(),
-            toolsets,
-            max_iterations,
-            self.options.cwd.clone(),
-        )
-    }
-
-    /// A background agent built from a turn's `TurnInfo` (what extensions have at hand).
-    pub fn ephemeral_from(
-        info: &TurnInfo,
-        history: Vec<Message>,
-        toolsets: &[String],
-        max_iterations: u32,
-        cwd: PathBuf,
-    ) -> Result<Self, AgentError> {
-        let tools = ToolRegistry::for_config(&info.services.config, toolsets)?;
-        let options = AgentOptions {
-            source: "subagent".to_string(),
-            cwd,
-            toolsets: toolsets.to_vec(),
-            max_iterations,
-            yolo: false,
-            interactive: false,
-            ephemeral: true,
-        };
-        Ok(Self::assemble(
-            info.services.clone(),
-            info.client.clone(),
-            options,
-            tools,
-            format!("{}-fork", info.session_id),
-            info.system_prompt.clone(),
-            history,
-        ))
-    }
-
-    fn turn_info(&self, user_text: &str) -> TurnInfo {
-        TurnInfo {
-            services: self.services.clone(),
-            client: self.client.clone(),
-            session_id: self.session_id.clone(),
-            source: self.options.source.clone(),
-            system_prompt: self.system_prompt.clone(),
-            user_text: user_text.to_string(),
-            ephemeral: self.options.ephemeral,
-        }
-    }
-
-    /// Asks every extension for context to append to the API copy of the user message.
-    async fn gather_context(
-        &mut self,
-        info: &TurnInfo,
-        user_row: Option<i64>,
-    ) -> Result<(), AgentError> {
-        let mut parts = Vec::new();
-        for ext in &self.services.extensions {
-            match tokio::time::timeout(BEFORE_TURN_TIMEOUT, ext.before_turn(info)).await {
-                Ok(Some(text)) if !text.trim().is_empty() => parts.push(text),
-                Ok(_) => {}
-                Err(_) => tracing::warn!(extension = ext.name(), "before_turn timed out; skipped"),
-            }
-        }
-        if parts.is_empty() {
-            return Ok(());
-        }
-        let Some(last) = self.history.last_mut() else {
-            return Ok(());
-        };
-        let api = format!(
-            "{}\n\n{}",
-            last.content.as_deref().unwrap_or_default(),
-            parts.join("\n\n")
-        );
-        last.api_content = Some(api.clone());
-        if let Some(id) = user_row {
-            db(&self.services.store, move |s| s.set_api_content(id, &api)).await?;
-        }
-        Ok(())
-    }
-
     fn assemble(
         services: Arc<Services>,
         client: Arc<dyn LlmClient>,
@@ -316,6 +231,13 @@ impl Agent {
             Duration::from_secs(config.approvals.timeout),
         ));
         let retry = RetryPolicy::from_config(config);
+        let prices = spend::PriceTable::from_raw(&config.raw);
+        let caps = spend::SpendCaps::from_raw(&config.raw);
+        // A fork's session id is `<parent>-fork`; its spend is the parent's.
+        let ledger_session = session_id
+            .strip_suffix("-fork")
+            .unwrap_or(&session_id)
+            .to_string();
         let tool_schemas = tools.schemas();
         Agent {
             services,
@@ -330,6 +252,9 @@ impl Agent {
             retry,
             options,
             session_usage: Usage::default(),
+            prices,
+            caps,
+            ledger_session,
         }
     }
 
@@ -430,6 +355,7 @@ impl Agent {
                 Err(CallFailure::Cancelled { partial_text }) => {
                     return self.finish_interrupted(partial_text, turn).await;
                 }
+                Err(CallFailure::Capped(message)) => return Ok(capped(turn, message)),
                 Err(CallFailure::Failed(e)) => return Err(e.into()),
             };
             let calls = response.message.tool_calls.clone();
@@ -494,13 +420,8 @@ impl Agent {
             Err(CallFailure::Cancelled { partial_text }) => {
                 self.finish_interrupted(partial_text, turn).await
             }
+            Err(CallFailure::Capped(message)) => Ok(capped(turn, message)),
             Err(CallFailure::Failed(e)) => Err(e.into()),
-        }
-    }
-
-    fn notify_turn_end(&self, info: &TurnInfo, turn: &TurnOutcome) {
-        for ext in &self.services.extensions {
-            ext.after_turn(info, &self.history, turn);
         }
     }
 
@@ -545,6 +466,9 @@ impl Agent {
             max_tokens: None,
             temperature: None,
         };
+        if let Some(message) = self.spend_cap_reached(&request).await {
+            return Err(CallFailure::Capped(message));
+        }
         let mut attempt = 0u32;
         loop {
             attempt += 1;
@@ -588,13 +512,42 @@ impl Agent {
         turn.usage.add(usage);
         self.session_usage.add(usage);
         let _ = events.send(AgentEvent::Usage(*usage));
-        if self.options.ephemeral {
-            return;
-        }
-        let (id, usage) = (self.session_id.clone(), *usage);
+        let cost = self.prices.cost(&self.client.provider().model, usage);
+        let (id, usage) = (self.ledger_session.clone(), *usage);
         // Token accounting must never fail a turn that already has its answer.
-        if let Err(e) = db(&self.services.store, move |s| s.add_usage(&id, &usage, 1)).await {
+        if let Err(e) = db(&self.services.store, move |s| {
+            s.add_usage_with_cost(&id, &usage, 1, cost)
+        })
+        .await
+        {
             tracing::warn!(error = %e, "cannot record token usage");
+        }
+    }
+
+    /// The cap message when the next call (projected from the request size) would pass a cap.
+    async fn spend_cap_reached(&self, request: &ChatRequest) -> Option<String> {
+        if self.caps.is_empty() {
+            return None;
+        }
+        let projected = spend::estimate_prompt_tokens(request);
+        let (caps, prices) = (self.caps.clone(), self.prices.clone());
+        let (id, model) = (self.ledger_session.clone(), request.model.clone());
+        let verdict = db(&self.services.store, move |s| {
+            let Some(row) = s.session(&id)? else {
+                return Ok(Ok(()));
+            };
+            caps.check(s, &row, &prices, &model, projected)
+        })
+        .await;
+        match verdict {
+            Ok(Ok(())) => None,
+            Ok(Err(message)) => Some(message),
+            Err(e) => {
+                // An unreadable ledger must not silently disable the caps.
+                Some(format!(
+                    "Stopped before the next model call: the spend ledger cannot be read ({e})"
+                ))
+            }
         }
     }
 
@@ -666,49 +619,11 @@ impl Agent {
     }
 }
 
-/// Streams one model call, forwarding deltas as events.
-async fn stream_once(
-    client: &dyn LlmClient,
-    request: ChatRequest,
-    events: &UnboundedSender<AgentEvent>,
-    cancel: &CancellationToken,
-) -> Result<LlmResponse, CallFailure> {
-    use futures::StreamExt;
-    let mut stream = tokio::select! {
-        s = client.stream(request) => s.map_err(CallFailure::Failed)?,
-        _ = cancel.cancelled() => return Err(CallFailure::Cancelled { partial_text: String::new() }),
-    };
-    let mut partial_text = String::new();
-    loop {
-        let item = tokio::select! {
-            item = stream.next() => item,
-            // Dropping the stream (on return) aborts the HTTP request.
-            _ = cancel.cancelled() => return Err(CallFailure::Cancelled { partial_text }),
-        };
-        match item {
-            Some(Ok(LlmEvent::TextDelta(t))) => {
-                partial_text.push_str(&t);
-                let _ = events.send(AgentEvent::TextDelta(t));
-            }
-            Some(Ok(LlmEvent::ReasoningDelta(t))) => {
-                let _ = events.send(AgentEvent::ReasoningDelta(t));
-            }
-            Some(Ok(LlmEvent::ToolCallStart { .. })) => {}
-            Some(Ok(LlmEvent::Done(response))) => return Ok(response),
-            Some(Err(mut e)) => {
-                e.partial |= !partial_text.is_empty();
-                return Err(CallFailure::Failed(e));
-            }
-            None => {
-                let mut e = LlmError::new(
-                    crate::llm::FailoverReason::ServerError,
-                    "the response stream ended without a final message",
-                );
-                e.partial = !partial_text.is_empty();
-                return Err(CallFailure::Failed(e));
-            }
-        }
-    }
+fn capped(mut turn: TurnOutcome, message: String) -> TurnOutcome {
+    tracing::warn!(%message, "spend cap reached");
+    turn.exit = TurnExit::SpendCapped;
+    turn.text = message;
+    turn
 }
 
 fn interrupted_output() -> ToolOutput {
@@ -744,7 +659,7 @@ fn summarize_args(arguments: &str) -> String {
 }
 
 /// Runs a blocking store call off the async runtime.
-async fn db<T, F>(store: &Arc<SessionStore>, f: F) -> Result<T, AgentError>
+pub(crate) async fn db<T, F>(store: &Arc<SessionStore>, f: F) -> Result<T, AgentError>
 where
     T: Send + 'static,
     F: FnOnce(&SessionStore) -> Result<T, StoreError> + Send + 'static,
@@ -754,27 +669,6 @@ where
         .await
         .map_err(|e| AgentError::Internal(format!("state.db task failed: {e}")))?
         .map_err(AgentError::from)
-}
-
-/// Asks the front end through an `ApprovalNeeded` event and waits for its answer.
-struct EventPrompt {
-    events: UnboundedSender<AgentEvent>,
-}
-
-#[async_trait::async_trait]
-impl ApprovalPrompt for EventPrompt {
-    async fn ask(&self, request: &ApprovalRequest) -> ApprovalChoice {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let sent = self.events.send(AgentEvent::ApprovalNeeded {
-            request: request.clone(),
-            respond: tx,
-        });
-        if sent.is_err() {
-            return ApprovalChoice::Deny;
-        }
-        // A front end that goes away without answering has denied.
-        rx.await.unwrap_or(ApprovalChoice::Deny)
-    }
 }
 
 #[cfg(test)]

@@ -57,6 +57,14 @@ pub enum Command {
         #[command(subcommand)]
         action: SessionsCommand,
     },
+    /// Usage, tokens and estimated spend over recent days.
+    Insights {
+        /// How many days back to look.
+        #[arg(long, default_value_t = 30)]
+        days: u32,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Args)]

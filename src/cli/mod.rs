@@ -2,6 +2,7 @@
 //! It talks to the agent only through `Agent`'s API and the `AgentEvent` stream.
 
 pub mod args;
+pub mod insights_cmd;
 pub mod oneshot;
 pub mod render;
 pub mod repl;
@@ -60,6 +61,10 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Some(args::Command::Sessions { action }) => {
             let store = setup::open_store(&config)?;
             sessions_cmd::run(&store, action)
+        }
+        Some(args::Command::Insights { days, json }) => {
+            let store = setup::open_store(&config)?;
+            insights_cmd::run(&store, days, json)
         }
         Some(args::Command::Chat(chat)) => match chat.query {
             Some(query) => runtime.block_on(oneshot::run(

@@ -62,7 +62,7 @@ pub async fn run(
             );
             Ok(exit::INTERRUPTED)
         }
-        TurnExit::LoopStopped => {
+        TurnExit::LoopStopped | TurnExit::SpendCapped => {
             eprintln!("hermes: {}", outcome.text);
             Ok(exit::FAILURE)
         }

@@ -116,7 +116,9 @@ impl Repl {
             result
         });
         match result {
-            Ok(outcome) if outcome.exit == TurnExit::LoopStopped => {
+            Ok(outcome)
+                if matches!(outcome.exit, TurnExit::LoopStopped | TurnExit::SpendCapped) =>
+            {
                 println!("  ⏹ {}", outcome.text);
             }
             Ok(outcome) if outcome.exit == TurnExit::Interrupted => {
@@ -219,14 +221,17 @@ impl Repl {
             .flatten();
         match row {
             Some(r) => println!(
-                "session {}: {} model calls · input {} · output {} · cache read {} · cache write {} · reasoning {} tokens",
+                "session {}: {} model calls · input {} · output {} · cache read {} · cache write {} · reasoning {} tokens{}",
                 r.id,
                 r.api_call_count,
                 r.input_tokens,
                 r.output_tokens,
                 r.cache_read_tokens,
                 r.cache_write_tokens,
-                r.reasoning_tokens
+                r.reasoning_tokens,
+                r.estimated_cost_usd
+                    .map(|c| format!(" · ≈ ${c:.4}"))
+                    .unwrap_or_default()
             ),
             None => {
                 let u = self.agent.session_usage();

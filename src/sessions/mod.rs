@@ -5,4 +5,7 @@ pub mod search;
 pub mod store;
 
 pub use search::SearchHit;
-pub use store::{NewSession, SessionRow, SessionStore, StoreError, StoredMessage, new_session_id};
+pub use store::{
+    Insights, ModelUsage, NewSession, SessionRow, SessionStore, StoreError, StoredMessage,
+    new_session_id,
+};

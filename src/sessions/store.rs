@@ -8,7 +8,9 @@
 //!
 //! rusqlite is blocking: async callers run these methods on a blocking thread.
 
+mod compact;
 mod error;
+mod ledger;
 mod rows;
 #[cfg(test)]
 mod tests;
@@ -26,6 +28,7 @@ use crate::sessions::{SearchHit, schema, search};
 
 pub use error::StoreError;
 use error::{classify, is_foreign_key_error};
+pub use ledger::{Insights, ModelUsage};
 
 /// Sources whose sessions are internal (delegated children, tool runs) and hidden from browsing.
 pub(crate) const HIDDEN_SOURCES: [&str; 2] = ["subagent", "tool"];
@@ -69,6 +72,8 @@ pub struct SessionRow {
     pub cache_read_tokens: i64,
     pub cache_write_tokens: i64,
     pub reasoning_tokens: i64,
+    /// Estimated spend in USD (from the configured price table), if any was recorded.
+    pub estimated_cost_usd: Option<f64>,
 }
 
 #[derive(Debug, Clone)]
@@ -329,6 +334,22 @@ impl SessionStore {
         usage: &Usage,
         api_calls: u32,
     ) -> Result<(), StoreError> {
+        self.add_usage_with_cost(session_id, usage, api_calls, None)
+    }
+
+    /// [`SessionStore::add_usage`] plus the estimated cost of those calls (USD), added to
+    /// `sessions.estimated_cost_usd` and the per-model row.
+    pub fn add_usage_with_cost(
+        &self,
+        session_id: &str,
+        usage: &Usage,
+        api_calls: u32,
+        cost_usd: Option<f64>,
+    ) -> Result<(), StoreError> {
+        let cost = cost_usd
+            .filter(|c| c.is_finite() && *c > 0.0)
+            .unwrap_or(0.0);
+        let status: Option<&str> = cost_usd.map(|_| "estimated");
         let n = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
         let vals = [
             n(usage.input_tokens),
@@ -348,9 +369,11 @@ impl SessionStore {
                      cache_write_tokens = COALESCE(cache_write_tokens, 0) + ?4,
                      reasoning_tokens = COALESCE(reasoning_tokens, 0) + ?5,
                      api_call_count = COALESCE(api_call_count, 0) + ?6,
-                     estimated_cost_usd = COALESCE(estimated_cost_usd, 0)
+                     estimated_cost_usd = COALESCE(estimated_cost_usd, 0) + ?8,
+                     cost_status = COALESCE(?9, cost_status),
+                     cost_source = CASE WHEN ?9 IS NULL THEN cost_source ELSE 'config_price_table' END
                  WHERE id = ?7",
-                params![vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], session_id],
+                params![vals[0], vals[1], vals[2], vals[3], vals[4], vals[5], session_id, cost, status],
             )?;
             if changed > 0 && record_per_model {
                 let t = now();
@@ -361,7 +384,7 @@ impl SessionStore {
                          first_seen, last_seen)
                      SELECT id, COALESCE(NULLIF(model, ''), 'unknown'), COALESCE(billing_provider, ''),
                          COALESCE(billing_base_url, ''), COALESCE(billing_mode, ''), '',
-                         ?2, ?3, ?4, ?5, ?6, ?7, 0.0, 0.0, ?8, ?8
+                         ?2, ?3, ?4, ?5, ?6, ?7, ?9, 0.0, ?8, ?8
                      FROM sessions WHERE id = ?1
                      ON CONFLICT(session_id, model, billing_provider, billing_base_url, billing_mode, task)
                      DO UPDATE SET
@@ -371,8 +394,9 @@ impl SessionStore {
                          cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
                          cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
                          reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens,
+                         estimated_cost_usd = COALESCE(estimated_cost_usd, 0) + excluded.estimated_cost_usd,
                          last_seen = excluded.last_seen",
-                    params![session_id, vals[5], vals[0], vals[1], vals[2], vals[3], vals[4], t],
+                    params![session_id, vals[5], vals[0], vals[1], vals[2], vals[3], vals[4], t, cost],
                 )?;
             }
             Ok(changed)

@@ -7,3 +7,4 @@ pub mod cli_repl;
 pub mod llm_client;
 pub mod loop_guard;
 pub mod sessions_compat;
+pub mod spend;

@@ -50,7 +50,7 @@ fn real(row: &Row<'_>, idx: &str) -> rusqlite::Result<Option<f64>> {
 pub(super) const SESSION_COLUMNS: &str = "id, source, model, system_prompt, parent_session_id, \
      title, cwd, billing_provider, billing_base_url, started_at, ended_at, end_reason, \
      message_count, tool_call_count, api_call_count, input_tokens, output_tokens, \
-     cache_read_tokens, cache_write_tokens, reasoning_tokens";
+     cache_read_tokens, cache_write_tokens, reasoning_tokens, estimated_cost_usd";
 
 pub(super) fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
     Ok(SessionRow {
@@ -74,6 +74,7 @@ pub(super) fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
         cache_read_tokens: int(row, "cache_read_tokens")?,
         cache_write_tokens: int(row, "cache_write_tokens")?,
         reasoning_tokens: int(row, "reasoning_tokens")?,
+        estimated_cost_usd: real(row, "estimated_cost_usd")?,
     })
 }
 
