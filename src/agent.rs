@@ -8,9 +8,11 @@
 
 pub mod budget;
 pub mod compressor;
+pub mod credentials;
 mod event_prompt;
 pub mod events;
 pub mod extension;
+pub mod failover;
 pub mod loop_guard;
 pub mod prompt;
 pub mod spend;
@@ -28,6 +30,7 @@ pub use events::AgentEvent;
 pub use extension::{TurnExtension, TurnInfo};
 
 use event_prompt::EventPrompt;
+use failover::{Failover, FailoverStep};
 use stream::{CallFailure, stream_once};
 
 use crate::config::Config;
@@ -139,6 +142,8 @@ pub struct Agent {
     caps: spend::SpendCaps,
     /// The session whose ledger pays for this agent's calls (the parent's, for a background fork).
     ledger_session: String,
+    /// Key rotation and provider fallback.
+    failover: Failover,
 }
 
 impl Agent {
@@ -151,6 +156,8 @@ impl Agent {
         let tools = ToolRegistry::for_config(&services.config, &options.toolsets)?;
         let inputs = prompt::PromptInputs::current(&options.cwd, &tools.names());
         let system_prompt = prompt::build_system_prompt(&services.config, &inputs)?;
+        let (failover, rekeyed) = Failover::new(&services.config, client.provider()).await;
+        let client = rekeyed.unwrap_or(client);
         let provider = client.provider().clone();
         let new = NewSession {
             id: crate::sessions::new_session_id(),
@@ -168,6 +175,7 @@ impl Agent {
         Ok(Self::assemble(
             services,
             client,
+            failover,
             options,
             tools,
             session_id,
@@ -201,9 +209,12 @@ impl Agent {
         };
         let id = session.id.clone();
         db(&services.store, move |s| s.reopen_session(&id)).await?;
+        let (failover, rekeyed) = Failover::new(&services.config, client.provider()).await;
+        let client = rekeyed.unwrap_or(client);
         Ok(Self::assemble(
             services,
             client,
+            failover,
             options,
             tools,
             session.id,
@@ -212,9 +223,11 @@ impl Agent {
         ))
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn assemble(
         services: Arc<Services>,
         client: Arc<dyn LlmClient>,
+        failover: Failover,
         options: AgentOptions,
         tools: ToolRegistry,
         session_id: String,
@@ -255,6 +268,7 @@ impl Agent {
             prices,
             caps,
             ledger_session,
+            failover,
         }
     }
 
@@ -288,7 +302,9 @@ impl Agent {
     pub async fn set_client(&mut self, client: Arc<dyn LlmClient>) -> Result<(), AgentError> {
         let (id, model) = (self.session_id.clone(), client.provider().model.clone());
         db(&self.services.store, move |s| s.set_model(&id, &model)).await?;
-        self.client = client;
+        let (failover, rekeyed) = Failover::new(&self.services.config, client.provider()).await;
+        self.failover = failover;
+        self.client = rekeyed.unwrap_or(client);
         Ok(())
     }
 
@@ -327,6 +343,9 @@ impl Agent {
     ) -> Result<TurnOutcome, AgentError> {
         // 1. The user's message is durable before anything else can fail.
         let user_row = self.persist(Message::user(user_text)).await?;
+        if let Some(client) = self.failover.start_turn() {
+            self.client = client;
+        }
         let info = self.turn_info(user_text);
         self.gather_context(&info, user_row).await?;
 
@@ -454,7 +473,7 @@ impl Agent {
     ) -> Result<LlmResponse, CallFailure> {
         let mut messages = self.history.clone();
         messages.extend(extra);
-        let request = ChatRequest {
+        let mut request = ChatRequest {
             model: self.client.provider().model.clone(),
             system: self.system_prompt.clone(),
             messages,
@@ -469,19 +488,47 @@ impl Agent {
         if let Some(message) = self.spend_cap_reached(&request).await {
             return Err(CallFailure::Capped(message));
         }
+        match self.failover.before_call() {
+            Ok(Some(client)) => {
+                request.model = client.provider().model.clone();
+                self.client = client;
+            }
+            Ok(None) => {}
+            Err(err) => return Err(CallFailure::Failed(err)),
+        }
         let mut attempt = 0u32;
         loop {
             attempt += 1;
             turn.api_calls += 1;
             match stream_once(self.client.as_ref(), request.clone(), events, cancel).await {
                 Ok(response) => {
+                    self.failover.note_success();
                     self.record_usage(&response.usage, turn, events).await;
                     return Ok(response);
                 }
                 Err(CallFailure::Failed(err)) => {
-                    let Some(delay) = self.retry.next_delay(&err, attempt) else {
-                        tracing::warn!(reason = %err.reason, attempt, "model call failed: giving up");
-                        return Err(CallFailure::Failed(err));
+                    let delay = self.retry.next_delay(&err, attempt);
+                    let delay = match self.failover.on_error(&err, delay.is_some()) {
+                        FailoverStep::Switch(client, message) => {
+                            tracing::warn!(%message, reason = %err.reason, "model call failed: switching");
+                            request.model = client.provider().model.clone();
+                            self.client = client;
+                            attempt = 0;
+                            let _ = events.send(AgentEvent::Switched {
+                                reason: err.reason,
+                                message,
+                                discarded_partial: err.partial,
+                            });
+                            continue;
+                        }
+                        FailoverStep::GiveUp(err) => {
+                            tracing::warn!(reason = %err.reason, attempt, "model call failed: giving up");
+                            return Err(CallFailure::Failed(err));
+                        }
+                        FailoverStep::Retry => match delay {
+                            Some(d) => d,
+                            None => return Err(CallFailure::Failed(err)),
+                        },
                     };
                     tracing::info!(reason = %err.reason, attempt, ?delay, "model call failed: retrying");
                     let _ = events.send(AgentEvent::Retrying {

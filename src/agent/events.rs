@@ -22,6 +22,12 @@ pub enum AgentEvent {
         discarded_partial: bool,
         message: String,
     },
+    /// A call failed and the agent switched to another key or provider (`message` says which).
+    Switched {
+        reason: FailoverReason,
+        message: String,
+        discarded_partial: bool,
+    },
     /// A tool call is starting.
     ToolStart {
         id: String,

@@ -88,6 +88,7 @@ impl Agent {
         Ok(Self::assemble(
             info.services.clone(),
             info.client.clone(),
+            crate::agent::failover::Failover::fixed(info.client.provider()),
             options,
             tools,
             format!("{}-fork", info.session_id),

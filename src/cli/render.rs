@@ -52,6 +52,18 @@ impl ProgressLines {
                     attempt + 1
                 ))
             }
+            AgentEvent::Switched {
+                reason,
+                message,
+                discarded_partial,
+            } => {
+                let note = if *discarded_partial {
+                    " — the partial answer above is discarded"
+                } else {
+                    ""
+                };
+                Some(format!("  ⇄ {reason}: {message}{note}"))
+            }
             AgentEvent::BudgetExhausted { used } => Some(format!(
                 "  ⚠ iteration budget spent after {used} model calls; asking for a summary"
             )),

@@ -124,6 +124,12 @@ fn state_db_rows_match_the_conversation() {
 #[test]
 fn ten_tool_rounds() {
     let env = TestEnv::new();
+    // Only the conversation's own requests are scripted: keep the skill-review nudge out of it.
+    std::fs::write(
+        env.home_path().join("config.yaml"),
+        "skills:\n  creation_nudge_interval: 1000\n",
+    )
+    .unwrap();
     let mut script: Vec<Reply> = (0..10)
         .map(|i| {
             env.write(&format!("f{i}.txt"), &format!("content {i}\n"));
