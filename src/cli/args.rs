@@ -57,6 +57,16 @@ pub enum Command {
         #[command(subcommand)]
         action: SessionsCommand,
     },
+    /// Show or change the agent's memory (MEMORY.md, USER.md).
+    Memory {
+        #[command(subcommand)]
+        action: crate::cli::memory_cmd::MemoryCommand,
+    },
+    /// List, view, audit and delete skills.
+    Skills {
+        #[command(subcommand)]
+        action: crate::cli::skills_cmd::SkillsCommand,
+    },
     /// Usage, tokens and estimated spend over recent days.
     Insights {
         /// How many days back to look.
@@ -107,6 +117,28 @@ pub enum SessionsCommand {
         /// Do not ask for confirmation.
         #[arg(short = 'y', long)]
         yes: bool,
+    },
+    /// Full-text search over every past conversation.
+    Search {
+        query: String,
+        #[arg(long)]
+        json: bool,
+        /// Conversations to show (1-10).
+        #[arg(long, default_value_t = 5)]
+        limit: usize,
+    },
+    /// Counts of sessions and messages, by source, and the database size.
+    Stats {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete sessions with no activity for longer than a period (e.g. 90d, 12w, 36h).
+    Prune {
+        #[arg(long = "older-than", default_value = "90d")]
+        older_than: String,
+        /// Only list what would be deleted.
+        #[arg(long = "dry-run")]
+        dry_run: bool,
     },
 }
 

@@ -3,11 +3,14 @@
 
 pub mod args;
 pub mod insights_cmd;
+pub mod memory_cmd;
 pub mod oneshot;
 pub mod render;
 pub mod repl;
 pub mod sessions_cmd;
+pub mod sessions_report;
 pub mod setup;
+pub mod skills_cmd;
 pub mod slash;
 
 use std::sync::Arc;
@@ -62,6 +65,8 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
             let store = setup::open_store(&config)?;
             sessions_cmd::run(&store, action)
         }
+        Some(args::Command::Memory { action }) => memory_cmd::run(&config, action),
+        Some(args::Command::Skills { action }) => skills_cmd::run(&config, action),
         Some(args::Command::Insights { days, json }) => {
             let store = setup::open_store(&config)?;
             insights_cmd::run(&store, days, json)
@@ -90,5 +95,15 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
 /// Services for a conversation (config + state.db).
 pub fn services(config: crate::config::Config) -> Result<Arc<Services>, CliError> {
     let store = setup::open_store(&config)?;
-    Ok(Arc::new(Services::new(Arc::new(config), store)))
+    let mut services = Services::new(Arc::new(config), store);
+    services
+        .extensions
+        .push(Arc::new(crate::memory::MemoryManager::from_config(
+            &services.config,
+        )));
+    skills_cmd::sync_bundled(&services.config);
+    services
+        .extensions
+        .push(Arc::new(crate::skills::learning::SkillLearning::new()));
+    Ok(Arc::new(services))
 }

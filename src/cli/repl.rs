@@ -53,6 +53,16 @@ pub fn run(runtime: &Runtime, args: &RunArgs, config: Config) -> Result<u8, CliE
                 let _ = repl.editor.add_history_entry(text);
                 match slash::parse(text) {
                     Some(SlashCommand::Quit) => break,
+                    // `/<skill-name> text`: a turn with the skill loaded into the message.
+                    Some(SlashCommand::Unknown(name))
+                        if let Some(message) = crate::skills::invocation_message(
+                            &repl.services.config,
+                            &name,
+                            slash::argument(text),
+                        ) =>
+                    {
+                        repl.turn(runtime, &message)
+                    }
                     Some(cmd) => repl.slash(runtime, cmd),
                     None => repl.turn(runtime, text),
                 }
@@ -64,6 +74,8 @@ pub fn run(runtime: &Runtime, args: &RunArgs, config: Config) -> Result<u8, CliE
     }
     let _ = repl.editor.save_history(&history);
     let _ = runtime.block_on(repl.agent.end("user_exit"));
+    crate::cli::memory_cmd::finish_reviews(runtime, true);
+    runtime.block_on(crate::skills::learning::wait_for_reviews(&repl.services.config));
     println!(
         "session {} saved; resume with: hermes -r {}",
         repl.agent.session_id(),
@@ -175,6 +187,10 @@ impl Repl {
                 }
             }
             SlashCommand::Usage => self.usage(runtime),
+            SlashCommand::Memory(which) => println!(
+                "{}",
+                crate::cli::memory_cmd::slash_text(&self.services.config, which.as_deref())
+            ),
             SlashCommand::Yolo => {
                 let on = !self.agent.approvals().yolo();
                 self.agent.approvals().set_yolo(on);
@@ -201,6 +217,7 @@ impl Repl {
                 Err(e) => eprintln!("error: {e}"),
             },
             SlashCommand::Quit => {}
+            SlashCommand::Skills => crate::cli::skills_cmd::print_for_repl(&self.services.config),
             SlashCommand::Unknown(name) => {
                 println!("unknown command /{name}; /help lists commands")
             }

@@ -74,6 +74,14 @@ pub fn run(store: &SessionStore, action: SessionsCommand) -> Result<u8, CliError
             }
             Ok(exit::OK)
         }
+        SessionsCommand::Search { query, json, limit } => {
+            crate::cli::sessions_report::search(store, &query, json, limit)
+        }
+        SessionsCommand::Stats { json } => crate::cli::sessions_report::stats(store, json),
+        SessionsCommand::Prune {
+            older_than,
+            dry_run,
+        } => crate::cli::sessions_report::prune(store, &older_than, dry_run),
         SessionsCommand::Delete { id, yes } => {
             let Some(row) = store.find_session(&id)? else {
                 return Err(not_found(&id));

@@ -10,6 +10,10 @@ pub enum SlashCommand {
     Model(Option<String>),
     Tools,
     Usage,
+    /// `/memory` shows MEMORY.md and USER.md; `/memory user` one of them.
+    Memory(Option<String>),
+    /// `/skills`: list the skills (`/<skill-name> text` arrives as `Unknown` and the REPL looks it up).
+    Skills,
     Yolo,
     Retry,
     Undo,
@@ -27,6 +31,9 @@ pub const HELP: &[(&str, &str)] = &[
     ),
     ("/tools", "list the tools offered to the model"),
     ("/usage", "token usage of this session"),
+    ("/memory [memory|user]", "show the agent's saved notes"),
+    ("/skills", "list saved skills"),
+    ("/<skill-name> [text]", "run a turn with that skill loaded"),
     ("/yolo", "toggle running dangerous commands without asking"),
     ("/retry", "ask the last question again"),
     ("/undo", "remove the last exchange from the conversation"),
@@ -46,12 +53,22 @@ pub fn parse(line: &str) -> Option<SlashCommand> {
         "model" => SlashCommand::Model(arg),
         "tools" => SlashCommand::Tools,
         "usage" => SlashCommand::Usage,
+        "memory" => SlashCommand::Memory(arg),
+        "skills" => SlashCommand::Skills,
         "yolo" => SlashCommand::Yolo,
         "retry" => SlashCommand::Retry,
         "undo" => SlashCommand::Undo,
         "quit" | "exit" | "q" => SlashCommand::Quit,
         other => SlashCommand::Unknown(other.to_string()),
     })
+}
+
+/// The text after the command name (`/name text` → `text`), if any.
+pub fn argument(line: &str) -> Option<&str> {
+    let rest = line.trim().strip_prefix('/')?;
+    rest.split_once(char::is_whitespace)
+        .map(|(_, a)| a.trim())
+        .filter(|a| !a.is_empty())
 }
 
 /// The `/help` text.

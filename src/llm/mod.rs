@@ -1,8 +1,11 @@
 //! The LLM boundary: the `LlmClient` trait, our wire-neutral types, errors, provider resolution
-//! and retry policy. One implementation per wire protocol (`openai.rs` speaks chat completions).
+//! and retry policy. One implementation per wire protocol (`openai.rs` speaks chat completions,
+//! `anthropic.rs` the Anthropic Messages API); `prompt_cache.rs` places cache markers for both.
 
+pub mod anthropic;
 pub mod error;
 pub mod openai;
+pub mod prompt_cache;
 pub mod provider;
 pub mod retry;
 pub mod text_tool_calls;
@@ -32,6 +35,9 @@ pub trait LlmClient: Send + Sync {
 pub fn client_for(provider: &Provider) -> Result<std::sync::Arc<dyn LlmClient>, LlmError> {
     match provider.wire_api {
         WireApi::ChatCompletions => Ok(std::sync::Arc::new(openai::OpenAiClient::new(
+            provider.clone(),
+        )?)),
+        WireApi::AnthropicMessages => Ok(std::sync::Arc::new(anthropic::AnthropicClient::new(
             provider.clone(),
         )?)),
     }

@@ -24,6 +24,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio::time::{Instant, timeout_at};
 
+use crate::llm::prompt_cache::{self, CacheTtl};
 use crate::llm::{ChatRequest, FailoverReason, LlmClient, LlmError, LlmEvent, LlmStream, Provider};
 use assemble::Assembler;
 use http::{EVENT_STREAM, ErrorContext, HttpFailure, HttpService, WireConfig};
@@ -95,6 +96,14 @@ impl OpenAiClient {
         }
     }
 
+    /// The prompt-cache layout, for Claude reached through OpenRouter only (elsewhere on this
+    /// wire, caching is automatic or absent and markers would be noise).
+    fn cache(&self, request: &ChatRequest) -> Option<CacheTtl> {
+        let (name, base) = (&self.provider.name, &self.provider.base_url);
+        prompt_cache::is_openrouter_claude(name, base, self.model(request))
+            .then_some(self.provider.cache_ttl)
+    }
+
     fn request_timeout_error(&self) -> LlmError {
         self.errors.finish(LlmError::new(
             FailoverReason::Timeout,
@@ -110,7 +119,7 @@ impl OpenAiClient {
         request: &ChatRequest,
         deadline: Instant,
     ) -> Result<StreamResponse<Value>, OpenFailure> {
-        let body = wire::request_body(request, self.model(request), true);
+        let body = wire::body_for(request, self.model(request), true, self.cache(request));
         let chat = self
             .client
             .chat()
@@ -149,7 +158,7 @@ impl OpenAiClient {
         request: &ChatRequest,
         deadline: Instant,
     ) -> Result<LlmStream, LlmError> {
-        let body = wire::request_body(request, self.model(request), false);
+        let body = wire::body_for(request, self.model(request), false, self.cache(request));
         let answer: Result<Value, OpenAIError> =
             match timeout_at(deadline, self.client.chat().create_byot(&body)).await {
                 Ok(result) => result,

@@ -4,11 +4,55 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::llm::prompt_cache::CacheTtl;
+
 /// Which wire protocol a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WireApi {
     /// OpenAI `/chat/completions` (OpenAI, OpenRouter, Ollama, llama.cpp, vLLM, most gateways).
     ChatCompletions,
+    /// Anthropic `/v1/messages` (api.anthropic.com and gateways with a `/anthropic` base URL).
+    AnthropicMessages,
+}
+
+impl WireApi {
+    /// The config spelling (`model.api_mode`), as in Python Hermes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WireApi::ChatCompletions => "chat_completions",
+            WireApi::AnthropicMessages => "anthropic_messages",
+        }
+    }
+
+    /// Parses `model.api_mode`; `None` for modes this build does not speak.
+    pub fn parse(mode: &str) -> Option<WireApi> {
+        match mode.trim().to_ascii_lowercase().replace('-', "_").as_str() {
+            "chat_completions" | "openai" => Some(WireApi::ChatCompletions),
+            "anthropic_messages" | "anthropic" => Some(WireApi::AnthropicMessages),
+            _ => None,
+        }
+    }
+
+    /// The protocol implied by a provider name and base URL when no `api_mode` is configured
+    /// (reference §3.2): provider `anthropic`, host `api.anthropic.com` or a base URL ending in
+    /// `/anthropic` speak Messages; everything else speaks chat completions.
+    pub fn detect(provider_name: &str, base_url: &str) -> WireApi {
+        let base = base_url.trim_end_matches('/').to_ascii_lowercase();
+        let host = base
+            .split_once("://")
+            .map_or(base.as_str(), |(_, rest)| rest)
+            .split(['/', ':'])
+            .next()
+            .unwrap_or("");
+        if provider_name == "anthropic"
+            || host == "api.anthropic.com"
+            || base.ends_with("/anthropic")
+        {
+            WireApi::AnthropicMessages
+        } else {
+            WireApi::ChatCompletions
+        }
+    }
 }
 
 /// A resolved provider: everything needed to make a call.
@@ -22,6 +66,9 @@ pub struct Provider {
     /// `None` for endpoints that need no key (local servers, custom endpoints).
     pub api_key: Option<String>,
     pub wire_api: WireApi,
+    /// Lifetime of prompt-cache entries where caching markers are sent (Claude on the Messages
+    /// API or through OpenRouter); from `prompt_caching.cache_ttl`.
+    pub cache_ttl: crate::llm::prompt_cache::CacheTtl,
     /// Extra headers sent with every request.
     pub headers: Vec<(String, String)>,
     pub connect_timeout: Duration,
@@ -32,13 +79,16 @@ pub struct Provider {
 }
 
 impl Provider {
+    /// A provider whose wire protocol is detected from its name and base URL
+    /// ([`WireApi::detect`]); set `wire_api` afterwards to force one.
     pub fn new(name: &str, model: &str, base_url: &str, api_key: Option<String>) -> Self {
         Provider {
             name: name.to_string(),
             model: model.to_string(),
             base_url: base_url.trim_end_matches('/').to_string(),
             api_key: api_key.filter(|k| !k.is_empty()),
-            wire_api: WireApi::ChatCompletions,
+            wire_api: WireApi::detect(name, base_url),
+            cache_ttl: crate::llm::prompt_cache::CacheTtl::default(),
             headers: Vec::new(),
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(600),
@@ -91,6 +141,12 @@ const KNOWN: &[KnownProvider] = &[
         base_env: None,
     },
     KnownProvider {
+        name: "anthropic",
+        base_url: "https://api.anthropic.com/v1",
+        key_env: Some("ANTHROPIC_API_KEY"),
+        base_env: Some("ANTHROPIC_BASE_URL"),
+    },
+    KnownProvider {
         name: "custom",
         base_url: "",
         key_env: Some("CUSTOM_API_KEY"),
@@ -126,6 +182,7 @@ pub enum ProviderError {
          --provider custom --base-url URL -m MODEL   (or CUSTOM_BASE_URL=URL with --provider custom)\n  \
          OPENAI_API_KEY=...          (OpenAI; add OPENAI_BASE_URL for any OpenAI-compatible server)\n  \
          OPENROUTER_API_KEY=...      (OpenRouter)\n  \
+         ANTHROPIC_API_KEY=...       (Anthropic)\n  \
          model: {{provider: custom, base_url: URL, default: MODEL}}   in {config}\n\
          or start a local server (Ollama on :11434, llama.cpp on :8080, vLLM on :8000)."
     )]
@@ -134,6 +191,10 @@ pub enum ProviderError {
         "unknown provider `{name}`; use one of: {known} (any OpenAI-compatible server works as `custom` with --base-url)"
     )]
     UnknownProvider { name: String, known: String },
+    #[error(
+        "model.api_mode `{mode}` in {config} is not supported by this build; use `chat_completions` or `anthropic_messages` (or remove it to detect the mode from the provider)"
+    )]
+    UnsupportedApiMode { mode: String, config: String },
     #[error("provider `{name}` needs a base URL: pass --base-url URL or set {env}")]
     NoBaseUrl { name: String, env: String },
     #[error("provider `{name}` needs an API key: pass --api-key or set {env}")]
@@ -219,6 +280,15 @@ pub async fn resolve(inputs: ResolveInputs<'_>) -> Result<Provider, ProviderErro
             "https://openrouter.ai/api/v1".to_string(),
             explicit_key.or(Some(key.to_string())),
         )
+    } else if let Some(key) = env.get("ANTHROPIC_API_KEY") {
+        let base = env
+            .get("ANTHROPIC_BASE_URL")
+            .unwrap_or("https://api.anthropic.com/v1");
+        (
+            "anthropic".to_string(),
+            base.to_string(),
+            explicit_key.or(Some(key.to_string())),
+        )
     } else {
         // 4. A local server that answers.
         let found = probe_local(probe_timeout).await;
@@ -231,7 +301,9 @@ pub async fn resolve(inputs: ResolveInputs<'_>) -> Result<Provider, ProviderErro
                         detail: " (the server lists no models)".into(),
                     }
                 })?;
-                return Ok(Provider::new(name, &model, &base, None));
+                let mut provider = Provider::new(name, &model, &base, None);
+                provider.cache_ttl = CacheTtl::from_config(&config.raw);
+                return Ok(provider);
             }
             None => {
                 return Err(ProviderError::NothingConfigured {
@@ -242,7 +314,7 @@ pub async fn resolve(inputs: ResolveInputs<'_>) -> Result<Provider, ProviderErro
     };
 
     let key = key.filter(|k| !k.is_empty());
-    if key.is_none() && matches!(name.as_str(), "openai" | "openrouter") {
+    if key.is_none() && matches!(name.as_str(), "openai" | "openrouter" | "anthropic") {
         return Err(ProviderError::NoApiKey {
             env: lookup(&name)?
                 .key_env
@@ -251,9 +323,22 @@ pub async fn resolve(inputs: ResolveInputs<'_>) -> Result<Provider, ProviderErro
             name,
         });
     }
+    // The protocol: `model.api_mode` when the config's model section is the one in use (flags
+    // naming another provider or URL make it someone else's), else detected (reference §3.2).
+    let configured_mode = cfg
+        .api_mode
+        .as_deref()
+        .filter(|_| flags.provider.is_none() && flags.base_url.is_none());
+    let wire_api = match configured_mode {
+        Some(mode) => WireApi::parse(mode).ok_or_else(|| ProviderError::UnsupportedApiMode {
+            mode: mode.to_string(),
+            config: config.home.config_path().display().to_string(),
+        })?,
+        None => WireApi::detect(&name, &base_url),
+    };
     let model = match model {
         Some(m) => m,
-        None => list_models(&base_url, key.as_deref(), probe_timeout)
+        None => list_models_for(wire_api, &base_url, key.as_deref(), probe_timeout)
             .await
             .and_then(|m| m.into_iter().next())
             .ok_or_else(|| ProviderError::NoModel {
@@ -262,13 +347,17 @@ pub async fn resolve(inputs: ResolveInputs<'_>) -> Result<Provider, ProviderErro
                 detail: String::new(),
             })?,
     };
-    Ok(Provider::new(&name, &model, &base_url, key))
+    let mut provider = Provider::new(&name, &model, &base_url, key);
+    provider.wire_api = wire_api;
+    provider.cache_ttl = CacheTtl::from_config(&config.raw);
+    Ok(provider)
 }
 
 fn normalize_name(name: &str) -> String {
     match name.trim().to_ascii_lowercase().as_str() {
         "llama.cpp" | "llama-cpp" | "llamacpp" => "llamacpp".to_string(),
         "openai-compatible" | "local" => "custom".to_string(),
+        "claude" => "anthropic".to_string(),
         other => other.to_string(),
     }
 }
@@ -305,6 +394,17 @@ pub async fn list_models(
     key: Option<&str>,
     timeout: Duration,
 ) -> Option<Vec<String>> {
+    list_models_for(WireApi::ChatCompletions, base_url, key, timeout).await
+}
+
+/// [`list_models`] in the given protocol's dialect: the Messages API lists models at
+/// `/v1/models` and authenticates with `x-api-key` instead of a bearer token.
+async fn list_models_for(
+    wire_api: WireApi,
+    base_url: &str,
+    key: Option<&str>,
+    timeout: Duration,
+) -> Option<Vec<String>> {
     #[derive(serde::Deserialize)]
     struct ModelList {
         #[serde(default)]
@@ -322,9 +422,23 @@ pub async fn list_models(
         .timeout(timeout)
         .build()
         .ok()?;
-    let mut req = client.get(format!("{}/models", base_url.trim_end_matches('/')));
+    let base = base_url.trim_end_matches('/');
+    let mut req = match wire_api {
+        WireApi::ChatCompletions => client.get(format!("{base}/models")),
+        WireApi::AnthropicMessages => {
+            let url = crate::llm::anthropic::messages_endpoint(base);
+            let url = format!("{}/models", url.trim_end_matches("/messages"));
+            client.get(url).header(
+                "anthropic-version",
+                crate::llm::anthropic::ANTHROPIC_VERSION,
+            )
+        }
+    };
     if let Some(k) = key {
-        req = req.bearer_auth(k);
+        req = match wire_api {
+            WireApi::ChatCompletions => req.bearer_auth(k),
+            WireApi::AnthropicMessages => req.header("x-api-key", k),
+        };
     }
     let resp = req.send().await.ok()?;
     if !resp.status().is_success() {
@@ -458,6 +572,111 @@ mod tests {
         .await
         .unwrap_err();
         assert!(err.to_string().contains("openrouter"), "{err}");
+    }
+
+    #[test]
+    fn wire_detection_follows_provider_then_base_url() {
+        use WireApi::*;
+        for (name, base, want) in [
+            ("anthropic", "http://127.0.0.1:9/v1", AnthropicMessages),
+            ("custom", "https://api.anthropic.com/v1", AnthropicMessages),
+            ("custom", "https://API.anthropic.com:443", AnthropicMessages),
+            (
+                "custom",
+                "https://api.minimax.io/anthropic/",
+                AnthropicMessages,
+            ),
+            (
+                "custom",
+                "http://evil.example/api.anthropic.com/v1",
+                ChatCompletions,
+            ),
+            (
+                "openrouter",
+                "https://openrouter.ai/api/v1",
+                ChatCompletions,
+            ),
+            ("custom", "http://h:1/v1", ChatCompletions),
+        ] {
+            assert_eq!(WireApi::detect(name, base), want, "{name} {base}");
+        }
+        assert_eq!(
+            WireApi::parse("anthropic-messages"),
+            Some(AnthropicMessages)
+        );
+        assert_eq!(WireApi::parse(" Chat_Completions "), Some(ChatCompletions));
+        assert_eq!(WireApi::parse("codex_responses"), None);
+        assert_eq!(AnthropicMessages.as_str(), "anthropic_messages");
+    }
+
+    #[tokio::test]
+    async fn anthropic_provider_resolution() {
+        let cfg = config(&[("ANTHROPIC_API_KEY", "sk-ant-env")], "model: claude-x\n");
+        let p = run(ProviderFlags::default(), &cfg).await.unwrap();
+        assert_eq!(
+            (p.name.as_str(), p.wire_api),
+            ("anthropic", WireApi::AnthropicMessages)
+        );
+        assert_eq!(p.base_url, "https://api.anthropic.com/v1");
+        assert_eq!(p.api_key.as_deref(), Some("sk-ant-env"));
+        assert_eq!(p.cache_ttl, CacheTtl::FiveMinutes);
+
+        let cfg = config(&[], "prompt_caching:\n  cache_ttl: 1h\n");
+        let flags = ProviderFlags {
+            provider: Some("Claude".into()),
+            model: Some("claude-x".into()),
+            api_key: Some("k".into()),
+            ..Default::default()
+        };
+        let p = run(flags, &cfg).await.unwrap();
+        assert_eq!(
+            (p.name.as_str(), p.wire_api),
+            ("anthropic", WireApi::AnthropicMessages)
+        );
+        assert_eq!(p.cache_ttl, CacheTtl::OneHour);
+
+        let cfg = config(&[], "");
+        let err = run(
+            ProviderFlags {
+                provider: Some("anthropic".into()),
+                model: Some("claude-x".into()),
+                ..Default::default()
+            },
+            &cfg,
+        )
+        .await
+        .unwrap_err();
+        assert!(err.to_string().contains("ANTHROPIC_API_KEY"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn api_mode_in_config_overrides_detection() {
+        let yaml = |mode: &str, base: &str| {
+            format!(
+                "model:\n  provider: custom\n  base_url: {base}\n  default: m\n  api_mode: {mode}\n"
+            )
+        };
+        let cfg = config(&[], &yaml("chat_completions", "http://gw/anthropic"));
+        let p = run(ProviderFlags::default(), &cfg).await.unwrap();
+        assert_eq!(p.wire_api, WireApi::ChatCompletions);
+        let cfg = config(&[], &yaml("anthropic_messages", "http://gw/v1"));
+        let p = run(ProviderFlags::default(), &cfg).await.unwrap();
+        assert_eq!(p.wire_api, WireApi::AnthropicMessages);
+        // Flags naming another endpoint make the config's api_mode someone else's.
+        let flags = ProviderFlags {
+            provider: Some("custom".into()),
+            base_url: Some("http://other/v1".into()),
+            ..Default::default()
+        };
+        let p = run(flags, &cfg).await.unwrap();
+        assert_eq!(p.wire_api, WireApi::ChatCompletions);
+        let cfg = config(&[], &yaml("codex_responses", "http://gw/v1"));
+        let err = run(ProviderFlags::default(), &cfg).await.unwrap_err();
+        assert!(
+            matches!(err, ProviderError::UnsupportedApiMode { .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("anthropic_messages"), "{err}");
     }
 
     #[test]

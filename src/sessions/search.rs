@@ -18,6 +18,10 @@ use rusqlite::{Connection, ErrorCode, Row};
 
 use crate::sessions::store::{HIDDEN_SOURCES, like_escape};
 
+mod modes;
+pub mod report;
+pub use modes::*;
+
 /// One matching message.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SearchHit {
@@ -158,7 +162,7 @@ pub(crate) fn render_match(tokens: &[Token], trigram: bool) -> String {
 }
 
 /// Chinese, Japanese and Korean scripts, the ranges Python Hermes routes to trigram search.
-fn is_cjk(c: char) -> bool {
+pub(crate) fn is_cjk(c: char) -> bool {
     matches!(c as u32,
         0x4E00..=0x9FFF | 0x3400..=0x4DBF | 0x20000..=0x2A6DF | 0x3000..=0x303F
         | 0x3040..=0x309F | 0x30A0..=0x30FF | 0xAC00..=0xD7AF)
@@ -188,27 +192,64 @@ pub(crate) fn search(
     limit: usize,
 ) -> rusqlite::Result<Vec<SearchHit>> {
     let tokens = parse_query(query);
+    search_tokens(conn, &tokens, limit, &Filter::default(), true)
+}
+
+/// Extra row filters on top of the visibility rules (session_search uses them).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Filter {
+    /// Sessions whose messages never match (the caller's own conversation).
+    pub exclude_sessions: Vec<String>,
+    /// Only these roles match (empty: every role, tool output too).
+    pub roles: Vec<String>,
+}
+
+impl Filter {
+    /// SQL conditions, with values inlined as escaped literals (they are ids and role names
+    /// from our own code, quoted so no text can change the statement).
+    fn sql(&self) -> String {
+        let lit = |s: &String| format!("'{}'", s.replace('\'', "''"));
+        let mut out = String::new();
+        if !self.exclude_sessions.is_empty() {
+            let ids: Vec<String> = self.exclude_sessions.iter().map(lit).collect();
+            out.push_str(&format!(" AND m.session_id NOT IN ({})", ids.join(", ")));
+        }
+        if !self.roles.is_empty() {
+            let roles: Vec<String> = self.roles.iter().map(lit).collect();
+            out.push_str(&format!(" AND m.role IN ({})", roles.join(", ")));
+        }
+        out
+    }
+}
+
+/// The routing of the module docs on already parsed tokens. Without `snippets` the hits'
+/// `snippet` is empty (cheaper when only a few hits will be shown).
+pub(crate) fn search_tokens(
+    conn: &Connection,
+    tokens: &[Token],
+    limit: usize,
+    filter: &Filter,
+    snippets: bool,
+) -> rusqlite::Result<Vec<SearchHit>> {
     if tokens.is_empty() || limit == 0 {
         return Ok(Vec::new());
     }
     let limit = limit.min(MAX_LIMIT) as i64;
-    let cjk = terms(&tokens).any(|t| t.chars().any(is_cjk));
+    let cjk = terms(tokens).any(|t| t.chars().any(is_cjk));
+    let extra = filter.sql();
     if !cjk {
-        let hits = fts_search(conn, "messages_fts", &render_match(&tokens, false), limit)?;
+        let expr = render_match(tokens, false);
+        let hits = fts_search(conn, "messages_fts", &expr, limit, &extra, snippets)?;
         if !hits.is_empty() {
             return Ok(hits);
         }
     }
-    if terms(&tokens).all(|t| t.chars().count() >= 3) {
-        return fts_search(
-            conn,
-            "messages_fts_trigram",
-            &render_match(&tokens, true),
-            limit,
-        );
+    if terms(tokens).all(|t| t.chars().count() >= 3) {
+        let expr = render_match(tokens, true);
+        return fts_search(conn, "messages_fts_trigram", &expr, limit, &extra, snippets);
     }
     if cjk {
-        return mixed_search(conn, &tokens, limit);
+        return mixed_search(conn, tokens, limit, &extra);
     }
     Ok(Vec::new())
 }
@@ -230,14 +271,20 @@ fn fts_search(
     table: &str,
     expr: &str,
     limit: i64,
+    extra: &str,
+    snippets: bool,
 ) -> rusqlite::Result<Vec<SearchHit>> {
+    let snippet = if snippets {
+        format!("snippet({table}, 0, '>>>', '<<<', '...', {SNIPPET_TOKENS})")
+    } else {
+        "NULL".to_string()
+    };
     let sql = format!(
-        "SELECT m.id, m.session_id, m.role,
-                snippet({table}, 0, '>>>', '<<<', '...', {SNIPPET_TOKENS}), m.timestamp, s.source
+        "SELECT m.id, m.session_id, m.role, {snippet}, m.timestamp, s.source
          FROM {table}
          JOIN messages m ON m.id = {table}.rowid
          JOIN sessions s ON s.id = m.session_id
-         WHERE {table} MATCH ?1 AND {}
+         WHERE {table} MATCH ?1 AND {}{extra}
          ORDER BY rank LIMIT ?2",
         visible_rows()
     );
@@ -262,6 +309,7 @@ fn mixed_search(
     conn: &Connection,
     tokens: &[Token],
     limit: i64,
+    extra: &str,
 ) -> rusqlite::Result<Vec<SearchHit>> {
     let mut expr = String::new();
     let mut args: Vec<String> = Vec::new();
@@ -295,7 +343,7 @@ fn mixed_search(
     let sql = format!(
         "SELECT m.id, m.session_id, m.role, COALESCE(m.content, ''), m.timestamp, s.source
          FROM messages m JOIN sessions s ON s.id = m.session_id
-         WHERE ({expr}) AND {}
+         WHERE ({expr}) AND {}{extra}
          ORDER BY m.timestamp DESC, m.id DESC LIMIT {limit}",
         visible_rows()
     );
@@ -312,7 +360,7 @@ fn mixed_search(
 }
 
 /// The first term not preceded by `NOT`: what the snippet should show.
-fn first_positive_term(tokens: &[Token]) -> Option<String> {
+pub(crate) fn first_positive_term(tokens: &[Token]) -> Option<String> {
     let mut negated = false;
     for tok in tokens {
         match tok {
@@ -326,7 +374,7 @@ fn first_positive_term(tokens: &[Token]) -> Option<String> {
 
 /// About 80 characters of `text` around the first (ASCII case-insensitive) occurrence of
 /// `needle`, marked like FTS5's `snippet()`.
-fn snippet_around(text: &str, needle: &str) -> String {
+pub(crate) fn snippet_around(text: &str, needle: &str) -> String {
     const BEFORE: usize = 30;
     const AFTER: usize = 50;
     let found = if needle.is_empty() {

@@ -5,10 +5,14 @@ pub mod file_common;
 pub mod file_patch;
 pub mod file_read;
 pub mod file_write;
+pub mod memory;
 pub mod patch_match;
 pub mod proc_output;
 pub mod registry;
 pub mod search_files;
+pub mod session_search;
+pub mod skills;
+pub mod skills_manage;
 pub mod terminal;
 #[cfg(test)]
 pub mod test_support;

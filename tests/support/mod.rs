@@ -2,4 +2,5 @@
 #![allow(dead_code)]
 
 pub mod harness;
+pub mod mock_anthropic;
 pub mod mock_llm;

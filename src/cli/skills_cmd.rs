@@ -1,0 +1,259 @@
+//! `hermes skills list | view | audit | delete`. The `--json` outputs are a contract read by
+//! scripts: `list` → `[{name, description, category, path, valid, error?}]`; `audit` →
+//! `[{name, path, trust, verdict, findings: [{id, category, severity, file, line}]}]`.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+use clap::Subcommand;
+use serde_json::{Value, json};
+
+use crate::cli::{CliError, exit};
+use crate::config::Config;
+use crate::skills::guard::{self, Trust, Verdict};
+use crate::skills::manage::{self, Caller, ManageRequest};
+use crate::skills::usage::{self, Origin};
+use crate::skills::{SkillStore, bundled};
+
+#[derive(Debug, Subcommand)]
+pub enum SkillsCommand {
+    /// List skills (invalid ones too, with the reason).
+    List {
+        #[arg(long)]
+        json: bool,
+        /// Only this category.
+        #[arg(long)]
+        category: Option<String>,
+    },
+    /// Print a skill's SKILL.md, or one of its files.
+    View { name: String, file: Option<String> },
+    /// Scan skills for threats: all, one by NAME, or every skill under PATH.
+    Audit {
+        target: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a skill.
+    Delete {
+        name: String,
+        /// Do not ask for confirmation.
+        #[arg(short = 'y', long)]
+        yes: bool,
+    },
+}
+
+/// Copies bundled skills into the home (first run, or a newer hermes). Never fails a command.
+pub fn sync_bundled(config: &Config) {
+    match bundled::sync(&config.home.skills_dir()) {
+        Ok(report) if !report.installed.is_empty() || !report.updated.is_empty() => {
+            tracing::info!(installed = ?report.installed, updated = ?report.updated, "bundled skills synced")
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "cannot sync bundled skills"),
+    }
+}
+
+pub fn run(config: &Config, command: SkillsCommand) -> Result<u8, CliError> {
+    sync_bundled(config);
+    let store = SkillStore::from_config(config);
+    match command {
+        SkillsCommand::List { json, category } => list(&store, json, category.as_deref()),
+        SkillsCommand::View { name, file } => view(&store, &name, file.as_deref()),
+        SkillsCommand::Audit { target, json } => audit(&store, target.as_deref(), json),
+        SkillsCommand::Delete { name, yes } => delete(&store, &name, yes),
+    }
+}
+
+fn list(store: &SkillStore, as_json: bool, category: Option<&str>) -> Result<u8, CliError> {
+    let scan = store.scan();
+    let wanted = |c: &Option<String>| category.is_none() || c.as_deref() == category;
+    let mut rows: Vec<Value> = scan
+        .skills
+        .iter()
+        .filter(|s| wanted(&s.category))
+        .map(|s| {
+            json!({"name": s.name, "description": s.description, "category": s.category,
+                   "path": s.dir.display().to_string(), "valid": true})
+        })
+        .collect();
+    rows.extend(scan.invalid.iter().filter(|s| wanted(&s.category)).map(|s| {
+        json!({"name": s.name, "description": "", "category": s.category,
+               "path": s.path.parent().unwrap_or(&s.path).display().to_string(),
+               "valid": false, "error": s.error})
+    }));
+    if as_json {
+        println!("{}", Value::Array(rows));
+        return Ok(exit::OK);
+    }
+    if rows.is_empty() {
+        println!("no skills in {}", store.home_root().display());
+        return Ok(exit::OK);
+    }
+    for row in &rows {
+        let cat = row["category"].as_str().unwrap_or("-");
+        let name = row["name"].as_str().unwrap_or_default();
+        if row["valid"] == true {
+            let desc = row["description"].as_str().unwrap_or_default();
+            println!("{cat:<24} {name:<32} {}", crate::util::truncate_chars(desc, 90));
+        } else {
+            println!("{cat:<24} {name:<32} INVALID: {}", row["error"].as_str().unwrap_or_default());
+        }
+    }
+    Ok(exit::OK)
+}
+
+fn not_found(name: &str) -> CliError {
+    CliError::NotFound(format!("no skill named `{name}`; `hermes skills list` shows the names"))
+}
+
+fn view(store: &SkillStore, name: &str, file: Option<&str>) -> Result<u8, CliError> {
+    let skill = store.find(name).ok_or_else(|| not_found(name))?;
+    let Some(file) = file else {
+        print!("{}", skill.content()?);
+        let files: Vec<String> = skill.linked_files().into_values().flatten().collect();
+        if !files.is_empty() {
+            eprintln!("\nlinked files: {}", files.join(", "));
+        }
+        return Ok(exit::OK);
+    };
+    crate::security::paths::check_relative(file).map_err(|e| CliError::Setup(e.to_string()))?;
+    let path = crate::security::paths::ensure_within(&skill.dir, Path::new(file))
+        .map_err(|e| CliError::Setup(e.to_string()))?;
+    let bytes = std::fs::read(&path)
+        .map_err(|e| CliError::NotFound(format!("cannot read {file} in `{name}`: {e}")))?;
+    match String::from_utf8(bytes) {
+        Ok(text) => print!("{text}"),
+        Err(e) => println!("binary file, {} bytes: {}", e.as_bytes().len(), path.display()),
+    }
+    Ok(exit::OK)
+}
+
+/// Skill directories to audit for a target: a path (a skill or a tree of skills), a name, or
+/// every skill in the store.
+fn audit_targets(store: &SkillStore, target: Option<&str>) -> Result<Vec<(String, PathBuf, Trust)>, CliError> {
+    let trust_in_home = |name: &str| match usage::origin(store.home_root(), name) {
+        Origin::Bundled => Trust::Builtin,
+        Origin::Hub => match usage::hub_trust(store.home_root(), name).as_deref() {
+            Some("builtin") => Trust::Builtin,
+            Some("trusted") => Trust::Trusted,
+            _ => Trust::Community,
+        },
+        Origin::AgentCreated => Trust::AgentCreated,
+        Origin::User | Origin::External => Trust::Community,
+    };
+    match target {
+        Some(t) if Path::new(t).exists() => {
+            let path = PathBuf::from(t);
+            if path.join("SKILL.md").is_file() {
+                let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                return Ok(vec![(name, path, Trust::Community)]);
+            }
+            let scan = SkillStore::new(&path).scan();
+            let mut out: Vec<(String, PathBuf, Trust)> =
+                scan.skills.iter().map(|s| (s.name.clone(), s.dir.clone(), Trust::Community)).collect();
+            out.extend(scan.invalid.iter().filter_map(|s| {
+                s.path.parent().map(|d| (s.name.clone(), d.to_path_buf(), Trust::Community))
+            }));
+            Ok(out)
+        }
+        Some(name) => {
+            let s = store.find(name).ok_or_else(|| not_found(name))?;
+            let trust = if s.external { Trust::Community } else { trust_in_home(&s.name) };
+            Ok(vec![(s.name.clone(), s.dir.clone(), trust)])
+        }
+        None => Ok(store
+            .scan()
+            .skills
+            .iter()
+            .map(|s| {
+                let trust = if s.external { Trust::Community } else { trust_in_home(&s.name) };
+                (s.name.clone(), s.dir.clone(), trust)
+            })
+            .collect()),
+    }
+}
+
+fn audit(store: &SkillStore, target: Option<&str>, as_json: bool) -> Result<u8, CliError> {
+    let targets = audit_targets(store, target)?;
+    let mut reports = Vec::new();
+    let mut any_dangerous = false;
+    for (name, dir, trust) in targets {
+        let findings = guard::scan_dir(&dir);
+        let verdict = guard::verdict(&findings);
+        any_dangerous |= verdict == Verdict::Dangerous;
+        reports.push(json!({
+            "name": name,
+            "path": dir.display().to_string(),
+            "trust": trust,
+            "verdict": verdict,
+            "findings": findings.iter().map(|f| json!({
+                "id": f.id, "category": f.category, "severity": f.severity, "file": f.file, "line": f.line,
+            })).collect::<Vec<_>>(),
+        }));
+        if !as_json {
+            let decision = guard::policy(trust, verdict);
+            let verdict_s = reports.last().map(|r| r["verdict"].as_str().unwrap_or_default().to_string()).unwrap_or_default();
+            println!("{name}: {verdict_s} ({} findings; install policy for this trust: {decision:?})", findings.len());
+            for f in &findings {
+                println!(
+                    "  {}:{} {} [{:?}] {}",
+                    if f.file.is_empty() { "." } else { &f.file },
+                    f.line,
+                    f.id,
+                    f.severity,
+                    f.description
+                );
+            }
+        }
+    }
+    if as_json {
+        println!("{}", Value::Array(reports));
+    } else if reports.is_empty() {
+        println!("no skills found to audit");
+    }
+    // Scripts can gate on the exit code: 1 when anything is dangerous.
+    Ok(if any_dangerous { exit::FAILURE } else { exit::OK })
+}
+
+fn delete(store: &SkillStore, name: &str, yes: bool) -> Result<u8, CliError> {
+    let skill = store.find(name).ok_or_else(|| not_found(name))?;
+    if !yes && std::io::stdin().is_terminal() {
+        print!("Delete skill {} at {}? [y/N] ", skill.name, skill.dir.display());
+        std::io::stdout().flush()?;
+        let mut answer = String::new();
+        std::io::stdin().read_line(&mut answer)?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+            println!("kept");
+            return Ok(exit::OK);
+        }
+    }
+    let request = ManageRequest {
+        action: "delete".into(),
+        name: skill.name.clone(),
+        ..ManageRequest::default()
+    };
+    manage::run(store, &request, &Caller::default()).map_err(|e| CliError::Setup(e.to_string()))?;
+    println!("deleted skill {} ({})", skill.name, skill.dir.display());
+    Ok(exit::OK)
+}
+
+/// `/skills` in the REPL: one line per skill, grouped by category.
+pub fn print_for_repl(config: &Config) {
+    let scan = SkillStore::from_config(config).scan();
+    if scan.skills.is_empty() {
+        println!("no skills yet; the agent saves them with skill_manage, or add SKILL.md folders under {}", config.home.skills_dir().display());
+        return;
+    }
+    let mut current: Option<&str> = None;
+    for s in &scan.skills {
+        let cat = s.category.as_deref().unwrap_or("general");
+        if current != Some(cat) {
+            println!("{cat}:");
+            current = Some(cat);
+        }
+        println!("  /{:<28} {}", s.name, crate::util::truncate_chars(&s.description, 90));
+    }
+    if !scan.invalid.is_empty() {
+        println!("{} invalid skill(s); `hermes skills list` shows why", scan.invalid.len());
+    }
+}

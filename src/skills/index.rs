@@ -1,0 +1,209 @@
+//! The skills index of the frozen system prompt: `category → name: description`, under a hard
+//! size budget. Past the budget, descriptions are shortened step by step, then the largest
+//! categories are demoted to names only, and as a last resort to a count with a pointer to
+//! `skills_list(category)` — so every skill stays findable while the prompt stays small.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::skills::store::SkillInfo;
+
+const TEMPLATE: &str = include_str!("../prompts/skills_index.md.j2");
+/// The whole index (instructions included) must fit in this many bytes.
+pub const MAX_INDEX_BYTES: usize = 6_000;
+/// Description caps tried in order (characters).
+const DESCRIPTION_CAPS: &[usize] = &[200, 100, 60, 32, 0];
+/// Skills without a category directory are listed under this heading.
+const UNCATEGORIZED: &str = "general";
+
+/// How a category is shown.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Full,
+    NamesOnly,
+    CountOnly,
+}
+
+struct Group<'a> {
+    name: &'a str,
+    description: Option<&'a str>,
+    skills: Vec<&'a SkillInfo>,
+}
+
+/// Renders the index for `skills` (already filtered) within `budget` bytes.
+pub fn render(
+    skills: &[Arc<SkillInfo>],
+    categories: &BTreeMap<String, Option<String>>,
+    budget: usize,
+) -> String {
+    let mut groups: BTreeMap<&str, Group> = BTreeMap::new();
+    for skill in skills {
+        let cat = skill.category.as_deref().unwrap_or(UNCATEGORIZED);
+        groups
+            .entry(cat)
+            .or_insert_with(|| Group {
+                name: cat,
+                description: categories.get(cat).and_then(|d| d.as_deref()),
+                skills: Vec::new(),
+            })
+            .skills
+            .push(skill);
+    }
+    let groups: Vec<Group> = groups.into_values().collect();
+    let mut shapes = vec![Shape::Full; groups.len()];
+    for &cap in DESCRIPTION_CAPS {
+        let text = wrap(&list(&groups, &shapes, cap));
+        if text.len() <= budget {
+            return text;
+        }
+    }
+    // Largest categories first: they save the most bytes per demotion.
+    let mut order: Vec<usize> = (0..groups.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(groups[i].skills.len()));
+    for shape in [Shape::NamesOnly, Shape::CountOnly] {
+        for &i in &order {
+            shapes[i] = shape;
+            let text = wrap(&list(&groups, &shapes, 0));
+            if text.len() <= budget {
+                return text;
+            }
+        }
+    }
+    wrap(&list(&groups, &shapes, 0))
+}
+
+fn wrap(list: &str) -> String {
+    let env = minijinja::Environment::new();
+    let rendered = env
+        .template_from_str(TEMPLATE)
+        .and_then(|t| t.render(minijinja::context! { skills => list }));
+    match rendered {
+        Ok(text) => text,
+        // The template is ours and tested; if it ever fails, the bare list still helps.
+        Err(e) => {
+            tracing::error!(error = %e, "skills index template failed");
+            format!("# Skills\n<available_skills>\n{list}\n</available_skills>")
+        }
+    }
+}
+
+fn list(groups: &[Group], shapes: &[Shape], cap: usize) -> String {
+    let mut out = String::new();
+    for (group, shape) in groups.iter().zip(shapes) {
+        match shape {
+            Shape::Full => {
+                match group.description {
+                    Some(d) if cap > 0 => {
+                        out.push_str(&format!("  {}: {}\n", group.name, shorten(d, cap)))
+                    }
+                    _ => out.push_str(&format!("  {}:\n", group.name)),
+                }
+                for s in &group.skills {
+                    if cap == 0 || s.description.is_empty() {
+                        out.push_str(&format!("    - {}\n", s.name));
+                    } else {
+                        out.push_str(&format!("    - {}: {}\n", s.name, shorten(&s.description, cap)));
+                    }
+                }
+            }
+            Shape::NamesOnly => {
+                let names: Vec<&str> = group.skills.iter().map(|s| s.name.as_str()).collect();
+                out.push_str(&format!("  {} [names only]: {}\n", group.name, names.join(", ")));
+            }
+            Shape::CountOnly => out.push_str(&format!(
+                "  {} [{} skills; see skills_list(category=\"{}\")]\n",
+                group.name,
+                group.skills.len(),
+                group.name
+            )),
+        }
+    }
+    out.trim_end().to_string()
+}
+
+/// One line, at most `cap` characters, cut at a word boundary with an ellipsis.
+fn shorten(text: &str, cap: usize) -> String {
+    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() <= cap {
+        return one_line;
+    }
+    let cut = crate::util::truncate_chars(&one_line, cap.saturating_sub(1));
+    let cut = match cut.rfind(' ') {
+        Some(i) if i > cap / 2 => &cut[..i],
+        _ => cut,
+    };
+    format!("{}…", cut.trim_end_matches([',', '.', ';', ':']))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::skills::store::SkillStore;
+
+    fn store_with(n: usize, desc_len: usize) -> (tempfile::TempDir, SkillStore) {
+        let root = tempfile::tempdir().unwrap();
+        for i in 0..n {
+            let dir = root.path().join(format!("cat-{}/skill-{i:04}", i % 7));
+            std::fs::create_dir_all(&dir).unwrap();
+            let desc = format!("Does task number {i} {}", "with care ".repeat(desc_len / 10));
+            std::fs::write(
+                dir.join("SKILL.md"),
+                format!("---\nname: skill-{i:04}\ndescription: {desc}\n---\nbody\n"),
+            )
+            .unwrap();
+        }
+        let store = SkillStore::new(root.path());
+        (root, store)
+    }
+
+    #[test]
+    fn small_index_snapshot() {
+        let root = tempfile::tempdir().unwrap();
+        let mk = |rel: &str, name: &str, desc: &str| {
+            let dir = root.path().join(rel);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(
+                dir.join("SKILL.md"),
+                format!("---\nname: {name}\ndescription: {desc}\n---\nbody\n"),
+            )
+            .unwrap();
+        };
+        mk("software-development/git-workflow", "git-workflow", "Branch, commit and open a pull request safely");
+        mk("software-development/debugging-checklist", "debugging-checklist", "Systematic steps to find the cause of a bug");
+        mk("notes", "notes", "Keep meeting notes tidy");
+        std::fs::write(
+            root.path().join("software-development/DESCRIPTION.md"),
+            "---\ndescription: Writing and fixing code\n---\n",
+        )
+        .unwrap();
+        let scan = SkillStore::new(root.path()).scan();
+        insta::assert_snapshot!(render(&scan.skills, &scan.categories, MAX_INDEX_BYTES));
+    }
+
+    #[test]
+    fn two_hundred_skills_fit_the_budget_and_all_stay_findable() {
+        let (_root, store) = store_with(200, 120);
+        let scan = store.scan();
+        let text = render(&scan.skills, &scan.categories, MAX_INDEX_BYTES);
+        assert!(text.len() <= MAX_INDEX_BYTES, "{} bytes", text.len());
+        for s in &scan.skills {
+            assert!(text.contains(&s.name), "{} missing", s.name);
+        }
+    }
+
+    #[test]
+    fn thousands_of_skills_collapse_to_counts() {
+        let (_root, store) = store_with(1_000, 40);
+        let scan = store.scan();
+        let text = render(&scan.skills, &scan.categories, MAX_INDEX_BYTES);
+        assert!(text.len() <= MAX_INDEX_BYTES, "{} bytes", text.len());
+        assert!(text.contains("skills_list(category=\"cat-0\")"), "{text}");
+    }
+
+    #[test]
+    fn shorten_cuts_on_words() {
+        assert_eq!(shorten("short", 10), "short");
+        assert_eq!(shorten("one two three four five", 12), "one two…");
+        assert_eq!(shorten("line\nbreaks  here", 40), "line breaks here");
+    }
+}
