@@ -673,3 +673,50 @@ fn html_error_pages_are_retried_then_shown() {
     );
     assert_eq!(mock.request_count(), 4, "one try and three retries");
 }
+
+#[test]
+fn request_prefix_is_byte_stable_across_rounds() {
+    let env = TestEnv::new();
+    std::fs::write(
+        env.home_path().join("config.yaml"),
+        "skills:\n  creation_nudge_interval: 1000\n",
+    )
+    .unwrap();
+    let mut script: Vec<Reply> = (0..10)
+        .map(|i| {
+            env.write(&format!("p{i}.txt"), &format!("page {i}\n"));
+            Reply::tool_call(
+                &format!("call_{i}"),
+                "read_file",
+                json!({"path": format!("p{i}.txt")}),
+            )
+        })
+        .collect();
+    script.push(Reply::text("done"));
+    let mock = MockLlm::with_script(script);
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "read the pages"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 11);
+    let bytes = |v: &Value| serde_json::to_vec(v).unwrap();
+    for pair in requests.windows(2) {
+        let (before, after) = (&pair[0], &pair[1]);
+        assert_eq!(
+            bytes(&before["tools"]),
+            bytes(&after["tools"]),
+            "tools changed"
+        );
+        let (mb, ma) = (
+            before["messages"].as_array().unwrap(),
+            after["messages"].as_array().unwrap(),
+        );
+        assert!(ma.len() > mb.len());
+        for (x, y) in mb.iter().zip(ma) {
+            assert_eq!(bytes(x), bytes(y), "an earlier message changed");
+        }
+    }
+}
