@@ -266,16 +266,16 @@ mod tests {
         let mut g = guard(true);
         let c = call("read_file", r#"{"path": "a"}"#);
         assert_eq!(
-            g.observe(&[c.clone()], &[out("nope", true)]),
+            g.observe(std::slice::from_ref(&c), &[out("nope", true)]),
             LoopVerdict::Continue
         );
         assert!(matches!(
-            g.observe(&[c.clone()], &[out("nope", true)]),
+            g.observe(std::slice::from_ref(&c), &[out("nope", true)]),
             LoopVerdict::Warn(_)
         ));
         for _ in 0..2 {
             assert!(matches!(
-                g.observe(&[c.clone()], &[out("nope", true)]),
+                g.observe(std::slice::from_ref(&c), &[out("nope", true)]),
                 LoopVerdict::Warn(_)
             ));
         }
@@ -293,7 +293,7 @@ mod tests {
         let mut g = guard(false);
         let c = call("terminal", r#"{"command": "make"}"#);
         for _ in 0..10 {
-            let v = g.observe(&[c.clone()], &[out("error", true)]);
+            let v = g.observe(std::slice::from_ref(&c), &[out("error", true)]);
             assert!(!matches!(v, LoopVerdict::Stop(_)));
         }
     }
@@ -317,8 +317,8 @@ mod tests {
         let b = call("read_file", r#"{"path": "b"}"#);
         let mut verdicts = Vec::new();
         for _ in 0..3 {
-            verdicts.push(g.observe(&[a.clone()], &[out("A", false)]));
-            verdicts.push(g.observe(&[b.clone()], &[out("B", false)]));
+            verdicts.push(g.observe(std::slice::from_ref(&a), &[out("A", false)]));
+            verdicts.push(g.observe(std::slice::from_ref(&b), &[out("B", false)]));
         }
         assert!(
             matches!(verdicts.last(), Some(LoopVerdict::Stop(m)) if m.contains("ping-pong")),
@@ -332,7 +332,7 @@ mod tests {
             "hard_stop_enabled": true, "hard_stop_after": {"exact_failure": 2}}});
         let mut g = LoopGuard::new(LoopGuardConfig::from_raw(&raw, false));
         let c = call("x", "{}");
-        g.observe(&[c.clone()], &[out("e", true)]);
+        g.observe(std::slice::from_ref(&c), &[out("e", true)]);
         assert!(matches!(
             g.observe(&[c], &[out("e", true)]),
             LoopVerdict::Stop(_)
