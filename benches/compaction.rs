@@ -46,7 +46,12 @@ impl LlmClient for InstantClient {
 fn round(turn: usize, r: usize) -> [Message; 2] {
     let call = ToolCall {
         id: format!("call_{turn}_{r}"),
-        name: if r % 2 == 0 { "read_file" } else { "patch" }.into(),
+        name: if r.is_multiple_of(2) {
+            "read_file"
+        } else {
+            "patch"
+        }
+        .into(),
         arguments: format!(r#"{{"path":"src/module_{turn}.rs","offset":{}}}"#, r * 40),
     };
     let output = format!(

@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod cli;
 pub mod config;
+pub mod gateway;
 pub mod llm;
 pub mod memory;
 pub mod security;

@@ -10,26 +10,31 @@
 //! where session_search still finds them.
 //!
 //! Anti-thrash: automatic compaction stops after two ineffective compactions in a row (the real
-//! prompt count stayed over the threshold, or there was nothing to compact) or two fallback
-//! summaries in a row; after a failed summary call the model is not asked again for 10 minutes.
-//! A manual `/compress` clears all of that.
+//! prompt count stayed over the threshold, or there was nothing to compact) until a prompt fits
+//! again; after a failed summary call the model is not asked again for 10 minutes, and two
+//! fallback summaries in a row pause automatic compaction for that time. A manual `/compress`
+//! clears all of that; an overflow error compacts regardless.
 //!
 //! This file owns the configuration, the trigger and the orchestration; `select` picks what is
-//! kept, `prune` shortens old tool results, `summary` writes the summary.
+//! kept, `prune` shortens old tool results, `summary` writes the summary, `persist` makes a
+//! compaction durable in state.db (`ContextCompressor::compress_session`).
 
+mod persist;
 mod prune;
 mod select;
 mod summary;
 #[cfg(test)]
 mod tests;
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
 use crate::config::Config;
 use crate::llm::{LlmClient, Message, Role, ToolSchema, Usage};
+use crate::sessions::store::CompressionFailure;
 
+pub use persist::CompactError;
 pub use summary::{SUMMARY_END, SUMMARY_PREFIX};
 
 /// Threshold never below this many tokens (unless the window itself is smaller).
@@ -262,7 +267,9 @@ pub struct ContextCompressor {
     compactions: u32,
     ineffective: u32,
     fallback_streak: u32,
-    summary_cooldown_until: Option<Instant>,
+    /// Wall-clock time (it is persisted across restarts) until which the summary model rests.
+    summary_cooldown_until: Option<SystemTime>,
+    last_summary_error: Option<String>,
     /// A compaction happened and no real prompt count has been seen since.
     awaiting_check: bool,
     last_prompt_tokens: u64,
@@ -277,6 +284,7 @@ impl ContextCompressor {
             ineffective: 0,
             fallback_streak: 0,
             summary_cooldown_until: None,
+            last_summary_error: None,
             awaiting_check: false,
             last_prompt_tokens: 0,
         }
@@ -300,9 +308,42 @@ impl ContextCompressor {
         self.last_prompt_tokens
     }
 
+    /// The summary-failure state to persist after a compaction
+    /// (`SessionStore::set_compression_failure`).
+    pub fn failure_state(&self) -> CompressionFailure {
+        CompressionFailure {
+            cooldown_until: self
+                .summary_cooldown_until
+                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                .map(|d| d.as_secs_f64()),
+            error: self.last_summary_error.clone(),
+            fallback_streak: self.fallback_streak,
+        }
+    }
+
+    /// Restores what [`Self::failure_state`] saved (on resume), so a restart within the cooldown
+    /// does not ask a summary model that just failed.
+    pub fn restore_failure_state(&mut self, state: &CompressionFailure) {
+        // A corrupt or far-future value must not silence the summary model for good.
+        let latest = SystemTime::now() + SUMMARY_FAILURE_COOLDOWN;
+        self.summary_cooldown_until = state
+            .cooldown_until
+            .and_then(|t| Duration::try_from_secs_f64(t).ok())
+            .and_then(|d| UNIX_EPOCH.checked_add(d))
+            .map(|t| t.min(latest));
+        self.last_summary_error = state.error.clone();
+        self.fallback_streak = state.fallback_streak;
+    }
+
     /// Automatic compaction is paused by the anti-thrash guard.
+    /// Repeated fallbacks only block while the summary model rests, so that automatic
+    /// compaction resumes (and retries the model) once the cooldown is over.
     pub fn is_blocked(&self) -> bool {
-        self.ineffective >= MAX_INEFFECTIVE || self.fallback_streak >= MAX_FALLBACK_STREAK
+        let resting = self
+            .summary_cooldown_until
+            .is_some_and(|until| SystemTime::now() < until);
+        self.ineffective >= MAX_INEFFECTIVE
+            || (self.fallback_streak >= MAX_FALLBACK_STREAK && resting)
     }
 
     /// Whether a prompt of `prompt_tokens` (the provider's count, or [`Self::estimate_tokens`]
@@ -372,6 +413,7 @@ impl ContextCompressor {
             self.fallback_streak += 1;
         } else {
             self.fallback_streak = 0;
+            self.last_summary_error = None;
         }
         let messages = plan.assemble(&summary);
         self.compactions += 1;
@@ -407,7 +449,7 @@ impl ContextCompressor {
         } else {
             self.cfg.protect_first_n
         };
-        let floor = self.cfg.protect_last_n.clamp(3, 8).max(3);
+        let floor = self.cfg.protect_last_n.clamp(3, 8);
         let split = select::split(&msgs, head_n, self.cfg.tail_budget(), floor);
         let middle: Vec<usize> = (split.head_end..split.tail_start)
             .filter(|i| Some(*i) != split.pinned_user)
@@ -443,7 +485,7 @@ impl ContextCompressor {
         let previous = plan.previous.as_deref();
         let fallback = |why: String| (summary::fallback(previous, middle), Some(why));
         if let Some(until) = self.summary_cooldown_until {
-            if Instant::now() < until {
+            if SystemTime::now() < until {
                 return fallback("the summary model failed recently; it is retried after a 10-minute pause or on /compress".to_string());
             }
             self.summary_cooldown_until = None;
@@ -476,7 +518,8 @@ impl ContextCompressor {
             Ok(text) => (text, None),
             Err(e) => {
                 tracing::warn!(error = %e, "compaction summary call failed; using the fallback summary");
-                self.summary_cooldown_until = Some(Instant::now() + SUMMARY_FAILURE_COOLDOWN);
+                self.summary_cooldown_until = Some(SystemTime::now() + SUMMARY_FAILURE_COOLDOWN);
+                self.last_summary_error = Some(e.to_string());
                 fallback(e.to_string())
             }
         }

@@ -22,7 +22,7 @@ pub struct RunArgs {
     /// Model name.
     #[arg(short = 'm', long = "model", global = true)]
     pub model: Option<String>,
-    /// Provider: custom, openai, openrouter, ollama, llamacpp, vllm.
+    /// Provider: custom, openai, openrouter, anthropic, ollama, llamacpp, vllm.
     #[arg(long, global = true)]
     pub provider: Option<String>,
     /// Base URL of an OpenAI-compatible API (e.g. http://127.0.0.1:8080/v1).
@@ -74,6 +74,17 @@ pub enum Command {
         days: u32,
         #[arg(long)]
         json: bool,
+    },
+    /// Serve the agent on chat platforms (Telegram), or show the gateway's health.
+    Gateway {
+        #[command(subcommand)]
+        action: crate::cli::gateway_cmd::GatewayCommand,
+    },
+    /// Send one message to a chat, e.g. `hermes send telegram:123456 "done"`.
+    Send {
+        /// PLATFORM:CHAT_ID
+        target: String,
+        text: String,
     },
 }
 

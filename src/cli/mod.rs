@@ -2,6 +2,7 @@
 //! It talks to the agent only through `Agent`'s API and the `AgentEvent` stream.
 
 pub mod args;
+pub mod gateway_cmd;
 pub mod insights_cmd;
 pub mod memory_cmd;
 pub mod oneshot;
@@ -67,6 +68,12 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         }
         Some(args::Command::Memory { action }) => memory_cmd::run(&config, action),
         Some(args::Command::Skills { action }) => skills_cmd::run(&config, action),
+        Some(args::Command::Gateway { action }) => {
+            gateway_cmd::run(&runtime, &cli.run, config, action)
+        }
+        Some(args::Command::Send { target, text }) => {
+            gateway_cmd::send(&runtime, &config, &target, &text)
+        }
         Some(args::Command::Insights { days, json }) => {
             let store = setup::open_store(&config)?;
             insights_cmd::run(&store, days, json)

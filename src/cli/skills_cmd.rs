@@ -76,11 +76,16 @@ fn list(store: &SkillStore, as_json: bool, category: Option<&str>) -> Result<u8,
                    "path": s.dir.display().to_string(), "valid": true})
         })
         .collect();
-    rows.extend(scan.invalid.iter().filter(|s| wanted(&s.category)).map(|s| {
-        json!({"name": s.name, "description": "", "category": s.category,
+    rows.extend(
+        scan.invalid
+            .iter()
+            .filter(|s| wanted(&s.category))
+            .map(|s| {
+                json!({"name": s.name, "description": "", "category": s.category,
                "path": s.path.parent().unwrap_or(&s.path).display().to_string(),
                "valid": false, "error": s.error})
-    }));
+            }),
+    );
     if as_json {
         println!("{}", Value::Array(rows));
         return Ok(exit::OK);
@@ -94,16 +99,24 @@ fn list(store: &SkillStore, as_json: bool, category: Option<&str>) -> Result<u8,
         let name = row["name"].as_str().unwrap_or_default();
         if row["valid"] == true {
             let desc = row["description"].as_str().unwrap_or_default();
-            println!("{cat:<24} {name:<32} {}", crate::util::truncate_chars(desc, 90));
+            println!(
+                "{cat:<24} {name:<32} {}",
+                crate::util::truncate_chars(desc, 90)
+            );
         } else {
-            println!("{cat:<24} {name:<32} INVALID: {}", row["error"].as_str().unwrap_or_default());
+            println!(
+                "{cat:<24} {name:<32} INVALID: {}",
+                row["error"].as_str().unwrap_or_default()
+            );
         }
     }
     Ok(exit::OK)
 }
 
 fn not_found(name: &str) -> CliError {
-    CliError::NotFound(format!("no skill named `{name}`; `hermes skills list` shows the names"))
+    CliError::NotFound(format!(
+        "no skill named `{name}`; `hermes skills list` shows the names"
+    ))
 }
 
 fn view(store: &SkillStore, name: &str, file: Option<&str>) -> Result<u8, CliError> {
@@ -123,14 +136,21 @@ fn view(store: &SkillStore, name: &str, file: Option<&str>) -> Result<u8, CliErr
         .map_err(|e| CliError::NotFound(format!("cannot read {file} in `{name}`: {e}")))?;
     match String::from_utf8(bytes) {
         Ok(text) => print!("{text}"),
-        Err(e) => println!("binary file, {} bytes: {}", e.as_bytes().len(), path.display()),
+        Err(e) => println!(
+            "binary file, {} bytes: {}",
+            e.as_bytes().len(),
+            path.display()
+        ),
     }
     Ok(exit::OK)
 }
 
 /// Skill directories to audit for a target: a path (a skill or a tree of skills), a name, or
 /// every skill in the store.
-fn audit_targets(store: &SkillStore, target: Option<&str>) -> Result<Vec<(String, PathBuf, Trust)>, CliError> {
+fn audit_targets(
+    store: &SkillStore,
+    target: Option<&str>,
+) -> Result<Vec<(String, PathBuf, Trust)>, CliError> {
     let trust_in_home = |name: &str| match usage::origin(store.home_root(), name) {
         Origin::Bundled => Trust::Builtin,
         Origin::Hub => match usage::hub_trust(store.home_root(), name).as_deref() {
@@ -145,20 +165,32 @@ fn audit_targets(store: &SkillStore, target: Option<&str>) -> Result<Vec<(String
         Some(t) if Path::new(t).exists() => {
             let path = PathBuf::from(t);
             if path.join("SKILL.md").is_file() {
-                let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                let name = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
                 return Ok(vec![(name, path, Trust::Community)]);
             }
             let scan = SkillStore::new(&path).scan();
-            let mut out: Vec<(String, PathBuf, Trust)> =
-                scan.skills.iter().map(|s| (s.name.clone(), s.dir.clone(), Trust::Community)).collect();
+            let mut out: Vec<(String, PathBuf, Trust)> = scan
+                .skills
+                .iter()
+                .map(|s| (s.name.clone(), s.dir.clone(), Trust::Community))
+                .collect();
             out.extend(scan.invalid.iter().filter_map(|s| {
-                s.path.parent().map(|d| (s.name.clone(), d.to_path_buf(), Trust::Community))
+                s.path
+                    .parent()
+                    .map(|d| (s.name.clone(), d.to_path_buf(), Trust::Community))
             }));
             Ok(out)
         }
         Some(name) => {
             let s = store.find(name).ok_or_else(|| not_found(name))?;
-            let trust = if s.external { Trust::Community } else { trust_in_home(&s.name) };
+            let trust = if s.external {
+                Trust::Community
+            } else {
+                trust_in_home(&s.name)
+            };
             Ok(vec![(s.name.clone(), s.dir.clone(), trust)])
         }
         None => Ok(store
@@ -166,7 +198,11 @@ fn audit_targets(store: &SkillStore, target: Option<&str>) -> Result<Vec<(String
             .skills
             .iter()
             .map(|s| {
-                let trust = if s.external { Trust::Community } else { trust_in_home(&s.name) };
+                let trust = if s.external {
+                    Trust::Community
+                } else {
+                    trust_in_home(&s.name)
+                };
                 (s.name.clone(), s.dir.clone(), trust)
             })
             .collect()),
@@ -192,8 +228,14 @@ fn audit(store: &SkillStore, target: Option<&str>, as_json: bool) -> Result<u8, 
         }));
         if !as_json {
             let decision = guard::policy(trust, verdict);
-            let verdict_s = reports.last().map(|r| r["verdict"].as_str().unwrap_or_default().to_string()).unwrap_or_default();
-            println!("{name}: {verdict_s} ({} findings; install policy for this trust: {decision:?})", findings.len());
+            let verdict_s = reports
+                .last()
+                .map(|r| r["verdict"].as_str().unwrap_or_default().to_string())
+                .unwrap_or_default();
+            println!(
+                "{name}: {verdict_s} ({} findings; install policy for this trust: {decision:?})",
+                findings.len()
+            );
             for f in &findings {
                 println!(
                     "  {}:{} {} [{:?}] {}",
@@ -212,13 +254,21 @@ fn audit(store: &SkillStore, target: Option<&str>, as_json: bool) -> Result<u8, 
         println!("no skills found to audit");
     }
     // Scripts can gate on the exit code: 1 when anything is dangerous.
-    Ok(if any_dangerous { exit::FAILURE } else { exit::OK })
+    Ok(if any_dangerous {
+        exit::FAILURE
+    } else {
+        exit::OK
+    })
 }
 
 fn delete(store: &SkillStore, name: &str, yes: bool) -> Result<u8, CliError> {
     let skill = store.find(name).ok_or_else(|| not_found(name))?;
     if !yes && std::io::stdin().is_terminal() {
-        print!("Delete skill {} at {}? [y/N] ", skill.name, skill.dir.display());
+        print!(
+            "Delete skill {} at {}? [y/N] ",
+            skill.name,
+            skill.dir.display()
+        );
         std::io::stdout().flush()?;
         let mut answer = String::new();
         std::io::stdin().read_line(&mut answer)?;
@@ -241,7 +291,10 @@ fn delete(store: &SkillStore, name: &str, yes: bool) -> Result<u8, CliError> {
 pub fn print_for_repl(config: &Config) {
     let scan = SkillStore::from_config(config).scan();
     if scan.skills.is_empty() {
-        println!("no skills yet; the agent saves them with skill_manage, or add SKILL.md folders under {}", config.home.skills_dir().display());
+        println!(
+            "no skills yet; the agent saves them with skill_manage, or add SKILL.md folders under {}",
+            config.home.skills_dir().display()
+        );
         return;
     }
     let mut current: Option<&str> = None;
@@ -251,9 +304,16 @@ pub fn print_for_repl(config: &Config) {
             println!("{cat}:");
             current = Some(cat);
         }
-        println!("  /{:<28} {}", s.name, crate::util::truncate_chars(&s.description, 90));
+        println!(
+            "  /{:<28} {}",
+            s.name,
+            crate::util::truncate_chars(&s.description, 90)
+        );
     }
     if !scan.invalid.is_empty() {
-        println!("{} invalid skill(s); `hermes skills list` shows why", scan.invalid.len());
+        println!(
+            "{} invalid skill(s); `hermes skills list` shows why",
+            scan.invalid.len()
+        );
     }
 }

@@ -8,6 +8,7 @@
 //! streaming for the rest of this client's life.
 
 mod assemble;
+mod cache;
 mod http;
 mod wire;
 
@@ -119,7 +120,7 @@ impl OpenAiClient {
         request: &ChatRequest,
         deadline: Instant,
     ) -> Result<StreamResponse<Value>, OpenFailure> {
-        let body = wire::body_for(request, self.model(request), true, self.cache(request));
+        let body = cache::body_for(request, self.model(request), true, self.cache(request));
         let chat = self
             .client
             .chat()
@@ -158,7 +159,7 @@ impl OpenAiClient {
         request: &ChatRequest,
         deadline: Instant,
     ) -> Result<LlmStream, LlmError> {
-        let body = wire::body_for(request, self.model(request), false, self.cache(request));
+        let body = cache::body_for(request, self.model(request), false, self.cache(request));
         let answer: Result<Value, OpenAIError> =
             match timeout_at(deadline, self.client.chat().create_byot(&body)).await {
                 Ok(result) => result,

@@ -412,7 +412,10 @@ impl MemoryStore {
         })?;
         Ok(Applied {
             target,
-            message: format!("Saved {} entries.", entries.len()),
+            message: match entries.len() {
+                1 => "Saved (1 entry).".to_string(),
+                n => format!("Saved ({n} entries)."),
+            },
             entries,
             usage,
             changed: true,

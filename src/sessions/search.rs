@@ -11,16 +11,24 @@
 //! - CJK with a shorter term: that term is matched with `LIKE`, the others through the trigram
 //!   index, newest first.
 //!
+//! Bounded work on large archives (our addition): bm25 ranks at most the newest 5,000 matches
+//! of a query (very common words), and `LIKE` scans at most the newest 100,000 messages.
+//!
 //! Searched rows: live ones and those archived by compaction (`active = 1 OR compacted = 1`);
 //! rows hidden by `/undo` and sessions from internal sources (`subagent`, `tool`) are skipped.
+//!
+//! On top of this, `modes` implements the `session_search` tool's discover / browse / read /
+//! scroll views and `report` the counts behind `hermes sessions stats|prune`.
 
-use rusqlite::{Connection, ErrorCode, Row};
+use rusqlite::{Connection, ErrorCode, OptionalExtension, Row};
 
 use crate::sessions::store::{HIDDEN_SOURCES, like_escape};
 
 mod modes;
+mod read;
 pub mod report;
 pub use modes::*;
+pub use read::{Scroll, SessionRead, read, scroll};
 
 /// One matching message.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,6 +50,12 @@ const MAX_QUERY_CHARS: usize = 2048;
 const MAX_LIMIT: usize = 1000;
 /// Tokens of context `snippet()` keeps around a match.
 const SNIPPET_TOKENS: i32 = 24;
+/// bm25 is computed for at most this many matches (the newest): ranking every message that
+/// contains a very common word costs ~0.5 s per million messages, for no better answer.
+const RANK_WINDOW: i64 = 5_000;
+/// `LIKE` (short CJK terms, no index can help) looks at the newest this many messages only, so
+/// its worst case stays bounded on a large archive.
+const LIKE_SCAN_ROWS: i64 = 100_000;
 
 /// A parsed query element.
 #[derive(Debug, Clone, PartialEq)]
@@ -279,19 +293,32 @@ fn fts_search(
     } else {
         "NULL".to_string()
     };
+    // FTS5 walks its doclists in rowid order cheaply; only ranking is expensive. Past
+    // RANK_WINDOW matches, rank the newest RANK_WINDOW.
+    let floor_sql = format!(
+        "SELECT rowid FROM {table} WHERE {table} MATCH ?1 ORDER BY rowid DESC LIMIT 1 OFFSET {}",
+        RANK_WINDOW - 1
+    );
     let sql = format!(
         "SELECT m.id, m.session_id, m.role, {snippet}, m.timestamp, s.source
          FROM {table}
          JOIN messages m ON m.id = {table}.rowid
          JOIN sessions s ON s.id = m.session_id
-         WHERE {table} MATCH ?1 AND {}{extra}
+         WHERE {table} MATCH ?1 AND {table}.rowid >= ?3 AND {}{extra}
          ORDER BY rank LIMIT ?2",
         visible_rows()
     );
-    let result = conn.prepare(&sql).and_then(|mut stmt| {
-        stmt.query_map(rusqlite::params![expr, limit], hit)?
+    let result = conn
+        .query_row(&floor_sql, [expr], |r| r.get::<_, i64>(0))
+        .optional()
+        .and_then(|floor| {
+            let mut stmt = conn.prepare(&sql)?;
+            stmt.query_map(
+                rusqlite::params![expr, limit, floor.unwrap_or(i64::MIN)],
+                hit,
+            )?
             .collect::<rusqlite::Result<Vec<_>>>()
-    });
+        });
     match result {
         // Every term is quoted, so a syntax error "cannot happen"; if SQLite still disagrees the
         // user gets no hits rather than a failed tool call.
@@ -304,7 +331,8 @@ fn fts_search(
 }
 
 /// CJK query with a term shorter than 3 characters: short terms by `LIKE` on the indexed
-/// columns, longer ones through the trigram index, same boolean structure; newest first.
+/// columns, longer ones through the trigram index, same boolean structure; newest first (by
+/// row id, so SQLite walks the table backwards and stops at the limit).
 fn mixed_search(
     conn: &Connection,
     tokens: &[Token],
@@ -343,8 +371,9 @@ fn mixed_search(
     let sql = format!(
         "SELECT m.id, m.session_id, m.role, COALESCE(m.content, ''), m.timestamp, s.source
          FROM messages m JOIN sessions s ON s.id = m.session_id
-         WHERE ({expr}) AND {}{extra}
-         ORDER BY m.timestamp DESC, m.id DESC LIMIT {limit}",
+         WHERE ({expr}) AND m.id > (SELECT COALESCE(MAX(id), 0) FROM messages) - {LIKE_SCAN_ROWS}
+               AND {}{extra}
+         ORDER BY m.id DESC LIMIT {limit}",
         visible_rows()
     );
     let needle = first_positive_term(tokens).unwrap_or_default();

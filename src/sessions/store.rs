@@ -10,6 +10,7 @@
 
 mod compact;
 mod error;
+mod gateway;
 mod ledger;
 mod rows;
 #[cfg(test)]
@@ -26,6 +27,7 @@ use rusqlite::{
 use crate::llm::{Message, ToolCall, Usage};
 use crate::sessions::{SearchHit, schema, search};
 
+pub use compact::CompressionFailure;
 pub use error::StoreError;
 use error::{classify, is_foreign_key_error};
 pub use ledger::{Insights, ModelUsage};

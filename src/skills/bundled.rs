@@ -27,7 +27,9 @@ pub const FILES: &[(&str, &str)] = &[
     ),
     (
         "autonomous-ai-agents/skill-authoring/templates/SKILL.md.template",
-        include_str!("../../skills/autonomous-ai-agents/skill-authoring/templates/SKILL.md.template"),
+        include_str!(
+            "../../skills/autonomous-ai-agents/skill-authoring/templates/SKILL.md.template"
+        ),
     ),
     (
         "software-development/DESCRIPTION.md",
@@ -105,14 +107,25 @@ fn hash_files<'a>(files: impl IntoIterator<Item = (String, &'a [u8])>) -> String
 
 fn hash_dir(dir: &Path) -> Option<String> {
     let mut files = Vec::new();
-    for entry in walkdir::WalkDir::new(dir).follow_links(false).into_iter().flatten() {
+    for entry in walkdir::WalkDir::new(dir)
+        .follow_links(false)
+        .into_iter()
+        .flatten()
+    {
         if !entry.file_type().is_file() {
             continue;
         }
-        let rel = entry.path().strip_prefix(dir).ok()?.to_string_lossy().replace('\\', "/");
+        let rel = entry
+            .path()
+            .strip_prefix(dir)
+            .ok()?
+            .to_string_lossy()
+            .replace('\\', "/");
         files.push((rel, std::fs::read(entry.path()).ok()?));
     }
-    Some(hash_files(files.iter().map(|(p, b)| (p.clone(), b.as_slice()))))
+    Some(hash_files(
+        files.iter().map(|(p, b)| (p.clone(), b.as_slice())),
+    ))
 }
 
 fn read_manifest(path: &Path) -> BTreeMap<String, Option<String>> {
@@ -188,7 +201,9 @@ pub fn sync(skills_dir: &Path) -> std::io::Result<SyncReport> {
                 }
                 let current = hash_dir(&dest);
                 match recorded {
-                    Some(old) if current.as_deref() == Some(old.as_str()) && old != bundled_hash => {
+                    Some(old)
+                        if current.as_deref() == Some(old.as_str()) && old != bundled_hash =>
+                    {
                         write_bundle(skills_dir, &bundle)?;
                         report.updated.push(name.clone());
                         manifest.insert(name, Some(bundled_hash));
@@ -228,7 +243,13 @@ mod tests {
             .into_iter()
             .flatten()
             .filter(|e| e.file_type().is_file())
-            .map(|e| e.path().strip_prefix(&root).unwrap().to_string_lossy().into_owned())
+            .map(|e| {
+                e.path()
+                    .strip_prefix(&root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned()
+            })
             .collect();
         on_disk.sort();
         let mut listed: Vec<String> = FILES.iter().map(|(p, _)| p.to_string()).collect();
@@ -254,19 +275,32 @@ mod tests {
                 s.name
             );
         }
-        assert!(home.path().join("software-development/DESCRIPTION.md").exists());
+        assert!(
+            home.path()
+                .join("software-development/DESCRIPTION.md")
+                .exists()
+        );
     }
 
     #[test]
     fn user_changes_and_deletions_survive_a_resync() {
         let home = tempfile::tempdir().unwrap();
         sync(home.path()).unwrap();
-        let git = home.path().join("software-development/git-workflow/SKILL.md");
-        std::fs::write(&git, "---\nname: git-workflow\ndescription: mine\n---\nmy way\n").unwrap();
+        let git = home
+            .path()
+            .join("software-development/git-workflow/SKILL.md");
+        std::fs::write(
+            &git,
+            "---\nname: git-workflow\ndescription: mine\n---\nmy way\n",
+        )
+        .unwrap();
         let debug = home.path().join("software-development/debugging-checklist");
         std::fs::remove_dir_all(&debug).unwrap();
         let report = sync(home.path()).unwrap();
-        assert!(report.installed.is_empty() && report.updated.is_empty(), "{report:?}");
+        assert!(
+            report.installed.is_empty() && report.updated.is_empty(),
+            "{report:?}"
+        );
         assert!(std::fs::read_to_string(&git).unwrap().contains("my way"));
         assert!(!debug.exists());
     }
@@ -277,18 +311,32 @@ mod tests {
         sync(home.path()).unwrap();
         // Pretend an older hermes installed a different version and recorded its hash.
         let dir = home.path().join("software-development/git-workflow");
-        std::fs::write(dir.join("SKILL.md"), "---\nname: git-workflow\ndescription: old\n---\nold\n").unwrap();
+        std::fs::write(
+            dir.join("SKILL.md"),
+            "---\nname: git-workflow\ndescription: old\n---\nold\n",
+        )
+        .unwrap();
         let old_hash = hash_dir(&dir).unwrap();
         let manifest = home.path().join(BUNDLED_MANIFEST);
         let text = std::fs::read_to_string(&manifest).unwrap();
         let text: String = text
             .lines()
-            .map(|l| if l.starts_with("git-workflow:") { format!("git-workflow:{old_hash}\n") } else { format!("{l}\n") })
+            .map(|l| {
+                if l.starts_with("git-workflow:") {
+                    format!("git-workflow:{old_hash}\n")
+                } else {
+                    format!("{l}\n")
+                }
+            })
             .collect();
         std::fs::write(&manifest, text).unwrap();
         let report = sync(home.path()).unwrap();
         assert_eq!(report.updated, ["git-workflow"]);
-        assert!(std::fs::read_to_string(dir.join("SKILL.md")).unwrap().contains("Git workflow"));
+        assert!(
+            std::fs::read_to_string(dir.join("SKILL.md"))
+                .unwrap()
+                .contains("Git workflow")
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::sync::LazyLock;
 use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 use serde::Serialize;
 
+use crate::memory::scan::{INVISIBLE_CHARS, Scope};
 use crate::skills::guard_patterns::{PATTERNS, PatternDef};
 
 pub const SCANNER_VERSION: &str = "skills-guard-v1";
@@ -169,21 +170,14 @@ pub fn scan_text(file: &str, text: &str) -> Vec<Finding> {
             ),
         });
     }
+    let shared = shared_findings(file, text, &findings);
+    findings.extend(shared);
     findings.sort_by_key(|f| (f.line, std::cmp::Reverse(f.severity)));
     findings
 }
 
-/// Characters that render as nothing or reorder text; the list Python Hermes checks.
-const INVISIBLE: &[char] = &[
-    '\u{200B}', '\u{200C}', '\u{200D}', '\u{2060}', '\u{2062}', '\u{2063}', '\u{2064}', '\u{FEFF}',
-    '\u{202A}', '\u{202B}', '\u{202C}', '\u{202D}', '\u{202E}', '\u{2066}', '\u{2067}', '\u{2068}',
-    '\u{2069}',
-];
-
-/// Invisible characters with their 1-based line (each character reported once).
-///
-/// TO BE REPLACED by `crate::memory::scan`'s invisible-unicode check once it lands (issue 4):
-/// the scanner is meant to be shared, not duplicated. Kept tiny until then.
+/// Invisible characters with their 1-based line (each character reported once). The character
+/// list is the shared scanner's (`memory::scan`), so memory and skills agree on what is hidden.
 pub fn invisible_unicode(text: &str) -> Vec<(char, usize)> {
     let mut out: Vec<(char, usize)> = Vec::new();
     // A BOM at the very start is an encoding mark, not hidden text.
@@ -192,11 +186,55 @@ pub fn invisible_unicode(text: &str) -> Vec<(char, usize)> {
     for c in body.chars() {
         if c == '\n' {
             line += 1;
-        } else if INVISIBLE.contains(&c) && !out.iter().any(|(seen, _)| *seen == c) {
+        } else if INVISIBLE_CHARS.contains(&c) && !out.iter().any(|(seen, _)| *seen == c) {
             out.push((c, line));
         }
     }
     out
+}
+
+/// The shared scanner's patterns for the `all` scope and the ids of our table that cover the
+/// same threat. The shared scanner normalises text first (NFKC, invisible characters removed),
+/// so it adds a finding only when an obfuscated spelling slipped past our table.
+const SHARED_EQUIVALENTS: &[(&str, &str)] = &[
+    ("prompt_injection", "prompt_injection_ignore"),
+    ("exfil_curl", "env_exfil_curl"),
+    ("exfil_wget", "env_exfil_wget"),
+    ("read_secrets", "read_secrets_file"),
+];
+
+fn shared_findings(file: &str, text: &str, ours: &[Finding]) -> Vec<Finding> {
+    crate::memory::scan::scan_patterns(text, Scope::All)
+        .into_iter()
+        .filter_map(|f| {
+            let equivalent = SHARED_EQUIVALENTS
+                .iter()
+                .find(|(shared, _)| *shared == f.id)
+                .map(|(_, ours)| *ours)
+                .unwrap_or(f.id.as_str());
+            if ours.iter().any(|o| o.id == equivalent || o.id == f.id) {
+                return None;
+            }
+            let category = if f.id.contains("exfil") || f.id.contains("secret") {
+                Category::Exfiltration
+            } else {
+                Category::Injection
+            };
+            let lower = text.to_lowercase();
+            let line = lower
+                .find(&f.matched.to_lowercase())
+                .map(|i| line_of(&lower, i))
+                .unwrap_or(0);
+            Some(Finding {
+                id: f.id.clone(),
+                category,
+                severity: Severity::Critical,
+                file: file.to_string(),
+                line,
+                description: format!("{} (obfuscated spelling)", f.description),
+            })
+        })
+        .collect()
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
@@ -245,7 +283,12 @@ pub fn scan_dir(dir: &Path) -> Vec<Finding> {
                     description: "symlink pointing outside the skill directory".into(),
                 }
             } else {
-                structure("symlink", Severity::Medium, rel, "symlink inside the skill".into())
+                structure(
+                    "symlink",
+                    Severity::Medium,
+                    rel,
+                    "symlink inside the skill".into(),
+                )
             });
             continue;
         }

@@ -102,13 +102,21 @@ fn list(groups: &[Group], shapes: &[Shape], cap: usize) -> String {
                     if cap == 0 || s.description.is_empty() {
                         out.push_str(&format!("    - {}\n", s.name));
                     } else {
-                        out.push_str(&format!("    - {}: {}\n", s.name, shorten(&s.description, cap)));
+                        out.push_str(&format!(
+                            "    - {}: {}\n",
+                            s.name,
+                            shorten(&s.description, cap)
+                        ));
                     }
                 }
             }
             Shape::NamesOnly => {
                 let names: Vec<&str> = group.skills.iter().map(|s| s.name.as_str()).collect();
-                out.push_str(&format!("  {} [names only]: {}\n", group.name, names.join(", ")));
+                out.push_str(&format!(
+                    "  {} [names only]: {}\n",
+                    group.name,
+                    names.join(", ")
+                ));
             }
             Shape::CountOnly => out.push_str(&format!(
                 "  {} [{} skills; see skills_list(category=\"{}\")]\n",
@@ -145,7 +153,10 @@ mod tests {
         for i in 0..n {
             let dir = root.path().join(format!("cat-{}/skill-{i:04}", i % 7));
             std::fs::create_dir_all(&dir).unwrap();
-            let desc = format!("Does task number {i} {}", "with care ".repeat(desc_len / 10));
+            let desc = format!(
+                "Does task number {i} {}",
+                "with care ".repeat(desc_len / 10)
+            );
             std::fs::write(
                 dir.join("SKILL.md"),
                 format!("---\nname: skill-{i:04}\ndescription: {desc}\n---\nbody\n"),
@@ -168,8 +179,16 @@ mod tests {
             )
             .unwrap();
         };
-        mk("software-development/git-workflow", "git-workflow", "Branch, commit and open a pull request safely");
-        mk("software-development/debugging-checklist", "debugging-checklist", "Systematic steps to find the cause of a bug");
+        mk(
+            "software-development/git-workflow",
+            "git-workflow",
+            "Branch, commit and open a pull request safely",
+        );
+        mk(
+            "software-development/debugging-checklist",
+            "debugging-checklist",
+            "Systematic steps to find the cause of a bug",
+        );
         mk("notes", "notes", "Keep meeting notes tidy");
         std::fs::write(
             root.path().join("software-development/DESCRIPTION.md"),

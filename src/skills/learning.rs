@@ -29,8 +29,10 @@ const DEFAULT_NUDGE_INTERVAL: u64 = 10;
 const DEFAULT_EXIT_WAIT: Duration = Duration::from_secs(5);
 
 /// Review session id → (how many reviews use it, skills it has viewed).
-static REVIEWS: LazyLock<Mutex<HashMap<String, (usize, BTreeSet<String>)>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
+/// Per review session: how many reviews use the id, and the skills it has viewed.
+type ReviewMap = HashMap<String, (usize, BTreeSet<String>)>;
+
+static REVIEWS: LazyLock<Mutex<ReviewMap>> = LazyLock::new(|| Mutex::new(HashMap::new()));
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 
 /// True while `session_id` belongs to a running background review.
@@ -52,7 +54,7 @@ pub fn has_viewed(session_id: &str, skill: &str) -> bool {
         .is_some_and(|(_, seen)| seen.contains(skill))
 }
 
-fn lock_reviews() -> std::sync::MutexGuard<'static, HashMap<String, (usize, BTreeSet<String>)>> {
+fn lock_reviews() -> std::sync::MutexGuard<'static, ReviewMap> {
     REVIEWS.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -108,7 +110,10 @@ pub async fn wait_for_reviews(config: &Config) -> bool {
     let deadline = Instant::now() + limit;
     while reviews_in_flight() > 0 {
         if Instant::now() >= deadline {
-            tracing::info!(running = reviews_in_flight(), "exiting with a skill review still running");
+            tracing::info!(
+                running = reviews_in_flight(),
+                "exiting with a skill review still running"
+            );
             return false;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;

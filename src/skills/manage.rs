@@ -82,7 +82,11 @@ pub fn run(store: &SkillStore, req: &ManageRequest, caller: &Caller) -> Result<V
     }
 }
 
-fn required<'a>(value: &'a Option<String>, field: &str, action: &str) -> Result<&'a str, ManageError> {
+fn required<'a>(
+    value: &'a Option<String>,
+    field: &str,
+    action: &str,
+) -> Result<&'a str, ManageError> {
     value
         .as_deref()
         .ok_or_else(|| Invalid(format!("action `{action}` needs `{field}`")))
@@ -176,7 +180,11 @@ fn create(store: &SkillStore, req: &ManageRequest) -> Result<Value, ManageError>
     if let Err(e) = usage::mark_created(&root, &req.name) {
         tracing::warn!(error = %e, "cannot record skill provenance");
     }
-    Ok(done(format!("created skill `{}`", req.name), &path, warnings))
+    Ok(done(
+        format!("created skill `{}`", req.name),
+        &path,
+        warnings,
+    ))
 }
 
 fn done(message: String, path: &Path, warnings: Vec<String>) -> Value {
@@ -188,7 +196,11 @@ fn done(message: String, path: &Path, warnings: Vec<String>) -> Value {
 }
 
 /// The skill to change, after the write rules for this caller.
-fn find_writable(store: &SkillStore, req: &ManageRequest, caller: &Caller) -> Result<SkillInfo, ManageError> {
+fn find_writable(
+    store: &SkillStore,
+    req: &ManageRequest,
+    caller: &Caller,
+) -> Result<SkillInfo, ManageError> {
     let Some(found) = store.find(&req.name) else {
         return Err(Invalid(format!(
             "no skill named `{}`; skills_list shows the names",
@@ -205,24 +217,32 @@ fn find_writable(store: &SkillStore, req: &ManageRequest, caller: &Caller) -> Re
     let root = store.home_root();
     let record = usage::record(root, &found.name);
     if req.action == "delete" && record.as_ref().is_some_and(|r| r.pinned) {
-        return Err(Refused(format!("`{}` is pinned; unpin it before deleting", req.name)));
+        return Err(Refused(format!(
+            "`{}` is pinned; unpin it before deleting",
+            req.name
+        )));
     }
     if caller.background_review {
         if req.action == "delete" {
             return Err(Refused("the background review cannot delete skills".into()));
         }
-        match usage::origin(root, &found.name) {
-            origin @ (Origin::Bundled | Origin::Hub) => {
-                return Err(Refused(format!(
-                    "`{}` is {} and read-only for the background review; create a separate skill for your notes instead",
-                    req.name,
-                    if origin == Origin::Bundled { "bundled with hermes" } else { "installed from a hub" }
-                )));
-            }
-            _ => {}
+        let origin = usage::origin(root, &found.name);
+        if matches!(origin, Origin::Bundled | Origin::Hub) {
+            return Err(Refused(format!(
+                "`{}` is {} and read-only for the background review; create a separate skill for your notes instead",
+                req.name,
+                if origin == Origin::Bundled {
+                    "bundled with hermes"
+                } else {
+                    "installed from a hub"
+                }
+            )));
         }
         if record.as_ref().is_some_and(|r| r.pinned) {
-            return Err(Refused(format!("`{}` is pinned and read-only for the background review", req.name)));
+            return Err(Refused(format!(
+                "`{}` is pinned and read-only for the background review",
+                req.name
+            )));
         }
         if !crate::skills::learning::has_viewed(&caller.session_id, &found.name) {
             return Err(Refused(format!(
@@ -240,7 +260,11 @@ fn edit(store: &SkillStore, req: &ManageRequest, found: &SkillInfo) -> Result<Va
     let path = found.skill_md();
     crate::util::atomic_write(&path, content.as_bytes()).map_err(io("write", &path))?;
     touched(store, &found.name);
-    Ok(done(format!("rewrote SKILL.md of `{}`", found.name), &path, warnings))
+    Ok(done(
+        format!("rewrote SKILL.md of `{}`", found.name),
+        &path,
+        warnings,
+    ))
 }
 
 fn touched(store: &SkillStore, name: &str) {
@@ -251,7 +275,11 @@ fn touched(store: &SkillStore, name: &str) {
 
 /// Resolves a `file_path` inside a skill: `SKILL.md`, or a file under one of the four
 /// supporting directories. Checked syntactically, then after resolving symlinks.
-fn skill_file(found: &SkillInfo, file_path: &str, allow_skill_md: bool) -> Result<PathBuf, ManageError> {
+fn skill_file(
+    found: &SkillInfo,
+    file_path: &str,
+    allow_skill_md: bool,
+) -> Result<PathBuf, ManageError> {
     check_relative(file_path).map_err(|e| Refused(format!("file_path refused: {e}")))?;
     let normalized: Vec<String> = Path::new(file_path)
         .components()
@@ -262,7 +290,9 @@ fn skill_file(found: &SkillInfo, file_path: &str, allow_skill_md: bool) -> Resul
         .collect();
     let is_skill_md = normalized.len() == 1 && normalized[0] == "SKILL.md";
     if is_skill_md && !allow_skill_md {
-        return Err(Invalid("use action `edit` or `patch` to change SKILL.md".into()));
+        return Err(Invalid(
+            "use action `edit` or `patch` to change SKILL.md".into(),
+        ));
     }
     if !is_skill_md && (normalized.len() < 2 || !SUPPORT_DIRS.contains(&normalized[0].as_str())) {
         return Err(Refused(format!(
@@ -278,7 +308,9 @@ fn patch(store: &SkillStore, req: &ManageRequest, found: &SkillInfo) -> Result<V
     let old = required(&req.old_string, "old_string", "patch")?;
     let new = required(&req.new_string, "new_string", "patch")?;
     if old.is_empty() {
-        return Err(Invalid("old_string is empty; give the exact text to replace".into()));
+        return Err(Invalid(
+            "old_string is empty; give the exact text to replace".into(),
+        ));
     }
     let file_path = req.file_path.as_deref().unwrap_or("SKILL.md");
     let path = skill_file(found, file_path, true)?;
@@ -318,7 +350,11 @@ fn patch(store: &SkillStore, req: &ManageRequest, found: &SkillInfo) -> Result<V
     crate::util::atomic_write(&path, updated.as_bytes()).map_err(io("write", &path))?;
     touched(store, &found.name);
     Ok(done(
-        format!("patched {file_path} of `{}` ({} replacement(s))", found.name, spans.len()),
+        format!(
+            "patched {file_path} of `{}` ({} replacement(s))",
+            found.name,
+            spans.len()
+        ),
         &path,
         warnings,
     ))
@@ -334,7 +370,11 @@ fn check_file_size(text: &str) -> Result<(), ManageError> {
     Ok(())
 }
 
-fn write_file(store: &SkillStore, req: &ManageRequest, found: &SkillInfo) -> Result<Value, ManageError> {
+fn write_file(
+    store: &SkillStore,
+    req: &ManageRequest,
+    found: &SkillInfo,
+) -> Result<Value, ManageError> {
     let file_path = required(&req.file_path, "file_path", "write_file")?;
     let content = required(&req.file_content, "file_content", "write_file")?;
     check_file_size(content)?;
@@ -344,13 +384,22 @@ fn write_file(store: &SkillStore, req: &ManageRequest, found: &SkillInfo) -> Res
         std::fs::create_dir_all(parent).map_err(io("create", parent))?;
     }
     // Re-check after creating directories: nothing may have been swapped for a symlink.
-    let path = ensure_within(&found.dir, &path).map_err(|e| Refused(format!("file_path refused: {e}")))?;
+    let path =
+        ensure_within(&found.dir, &path).map_err(|e| Refused(format!("file_path refused: {e}")))?;
     crate::util::atomic_write(&path, content.as_bytes()).map_err(io("write", &path))?;
     touched(store, &found.name);
-    Ok(done(format!("wrote {file_path} in `{}`", found.name), &path, warnings))
+    Ok(done(
+        format!("wrote {file_path} in `{}`", found.name),
+        &path,
+        warnings,
+    ))
 }
 
-fn remove_file(store: &SkillStore, req: &ManageRequest, found: &SkillInfo) -> Result<Value, ManageError> {
+fn remove_file(
+    store: &SkillStore,
+    req: &ManageRequest,
+    found: &SkillInfo,
+) -> Result<Value, ManageError> {
     let file_path = required(&req.file_path, "file_path", "remove_file")?;
     let path = skill_file(found, file_path, false)?;
     let meta = std::fs::symlink_metadata(&path).map_err(|_| {
@@ -358,15 +407,25 @@ fn remove_file(store: &SkillStore, req: &ManageRequest, found: &SkillInfo) -> Re
         Invalid(format!(
             "`{file_path}` does not exist in `{}`; its files are: {}",
             found.name,
-            if files.is_empty() { "(none)".to_string() } else { files.join(", ") }
+            if files.is_empty() {
+                "(none)".to_string()
+            } else {
+                files.join(", ")
+            }
         ))
     })?;
     if meta.is_dir() {
-        return Err(Invalid(format!("`{file_path}` is a directory; remove the files in it one by one")));
+        return Err(Invalid(format!(
+            "`{file_path}` is a directory; remove the files in it one by one"
+        )));
     }
     std::fs::remove_file(&path).map_err(io("remove", &path))?;
     touched(store, &found.name);
-    Ok(done(format!("removed {file_path} from `{}`", found.name), &path, Vec::new()))
+    Ok(done(
+        format!("removed {file_path} from `{}`", found.name),
+        &path,
+        Vec::new(),
+    ))
 }
 
 fn delete(store: &SkillStore, found: &SkillInfo) -> Result<Value, ManageError> {
@@ -374,14 +433,20 @@ fn delete(store: &SkillStore, found: &SkillInfo) -> Result<Value, ManageError> {
     let dir = ensure_within(&root, &found.dir).map_err(|e| Refused(e.to_string()))?;
     let root_canon = std::fs::canonicalize(&root).map_err(io("resolve", &root))?;
     if dir == root_canon {
-        return Err(Refused("refusing to delete the skills directory itself".into()));
+        return Err(Refused(
+            "refusing to delete the skills directory itself".into(),
+        ));
     }
     // remove_dir_all does not follow symlinks inside the tree.
     std::fs::remove_dir_all(&dir).map_err(io("delete", &dir))?;
     if let Err(e) = usage::remove(&root, &found.name) {
         tracing::warn!(error = %e, "cannot update .usage.json after delete");
     }
-    Ok(done(format!("deleted skill `{}`", found.name), &dir, Vec::new()))
+    Ok(done(
+        format!("deleted skill `{}`", found.name),
+        &dir,
+        Vec::new(),
+    ))
 }
 
 #[cfg(test)]

@@ -38,12 +38,20 @@ pub fn prompt_index(config: &Config, tool_names: &[String]) -> Option<String> {
         .into_iter()
         .filter(|s| s.shown_with(tool_names, &config.custom_toolsets))
         .collect();
-    Some(index::render(&shown, &scan.categories, index::MAX_INDEX_BYTES))
+    Some(index::render(
+        &shown,
+        &scan.categories,
+        index::MAX_INDEX_BYTES,
+    ))
 }
 
 /// The user message for `/<skill-name> text` in the REPL: the skill's content with its
 /// directory and files, then the user's instruction. `None` when no such skill exists.
-pub fn invocation_message(config: &Config, name: &str, instruction: Option<&str>) -> Option<String> {
+pub fn invocation_message(
+    config: &Config,
+    name: &str,
+    instruction: Option<&str>,
+) -> Option<String> {
     let store = SkillStore::from_config(config);
     let skill = store.find(name)?;
     let content = skill.content().ok()?;
@@ -63,7 +71,9 @@ pub fn invocation_message(config: &Config, name: &str, instruction: Option<&str>
     }
     match instruction.map(str::trim).filter(|t| !t.is_empty()) {
         Some(t) => text.push_str(&format!("\n\nThe user's instruction with this skill: {t}")),
-        None => text.push_str("\n\nThe user gave no further instruction: apply the skill to the current context."),
+        None => text.push_str(
+            "\n\nThe user gave no further instruction: apply the skill to the current context.",
+        ),
     }
     if let Err(e) = usage::mark_viewed(store.home_root(), &skill.name) {
         tracing::debug!(error = %e, "cannot count skill use");

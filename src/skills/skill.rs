@@ -32,7 +32,9 @@ pub enum ParseError {
     Unclosed,
     #[error("the frontmatter is not valid YAML: {0}")]
     Yaml(String),
-    #[error("the frontmatter is YAML but not a mapping of keys (found {0}); write `name: ...` and `description: ...` lines")]
+    #[error(
+        "the frontmatter is YAML but not a mapping of keys (found {0}); write `name: ...` and `description: ...` lines"
+    )]
     NotMapping(&'static str),
     #[error("the frontmatter has no `{0}` (a non-empty string is required)")]
     Missing(&'static str),
@@ -233,16 +235,17 @@ fn frontmatter_from(mut map: Map<String, Value>) -> Frontmatter {
         ..Frontmatter::default()
     };
     if let Some(prereq) = map.remove("prerequisites") {
-        fm.required_env.extend(
-            list_of(prereq.get("env_vars"))
-                .into_iter()
-                .map(|name| EnvRequirement {
-                    name,
-                    prompt: None,
-                    help: None,
-                    optional: false,
-                }),
-        );
+        fm.required_env
+            .extend(
+                list_of(prereq.get("env_vars"))
+                    .into_iter()
+                    .map(|name| EnvRequirement {
+                        name,
+                        prompt: None,
+                        help: None,
+                        optional: false,
+                    }),
+            );
         fm.required_commands = list_of(prereq.get("commands"));
         fm.extra.insert("prerequisites".into(), prereq);
     }
@@ -411,7 +414,16 @@ mod tests {
         assert_eq!(fm.requires_tools, ["read_file"]);
         assert_eq!(fm.fallback_for_tools, ["web_search"]);
         let env: Vec<&str> = fm.required_env.iter().map(|r| r.name.as_str()).collect();
-        assert_eq!(env, ["LEGACY_TOKEN", "FIXTURE_API_KEY", "OTHER_KEY", "PLAIN_VAR", "SECRET_ONE"]);
+        assert_eq!(
+            env,
+            [
+                "LEGACY_TOKEN",
+                "FIXTURE_API_KEY",
+                "OTHER_KEY",
+                "PLAIN_VAR",
+                "SECRET_ONE"
+            ]
+        );
         assert_eq!(
             fm.required_env[1].help.as_deref(),
             Some("https://example.com/keys")
@@ -457,7 +469,10 @@ mod tests {
             parse_strict("---\nname: a\ndescription: b\n---\n  \n").unwrap_err(),
             ParseError::EmptyBody
         );
-        let long = format!("---\nname: a\ndescription: {}\n---\nbody", "d".repeat(10_000));
+        let long = format!(
+            "---\nname: a\ndescription: {}\n---\nbody",
+            "d".repeat(10_000)
+        );
         assert_eq!(
             parse_strict(&long).unwrap_err(),
             ParseError::DescriptionTooLong(10_000)
@@ -466,17 +481,21 @@ mod tests {
 
     #[test]
     fn lenient_parse_tolerates_bom_crlf_and_broken_yaml() {
-        let doc = parse_lenient("\u{feff}---\r\nname: x\r\ndescription: y\r\n---\r\nbody\r\n")
-            .unwrap();
+        let doc =
+            parse_lenient("\u{feff}---\r\nname: x\r\ndescription: y\r\n---\r\nbody\r\n").unwrap();
         assert_eq!(doc.frontmatter.name.as_deref(), Some("x"));
         assert_eq!(doc.frontmatter.description.as_deref(), Some("y"));
         // Not YAML (a colon inside an unquoted value followed by a tab mapping), still usable.
-        let doc = parse_lenient("---\nname: x\ndescription: uses: colons: everywhere\n\t- bad\n---\nb")
-            .unwrap();
+        let doc =
+            parse_lenient("---\nname: x\ndescription: uses: colons: everywhere\n\t- bad\n---\nb")
+                .unwrap();
         assert_eq!(doc.frontmatter.name.as_deref(), Some("x"));
         // Description falls back to the first body line.
         let doc = parse_lenient("---\nname: x\n---\n# Heading\n\nDoes a thing.\n").unwrap();
-        assert_eq!(doc.frontmatter.description.as_deref(), Some("Does a thing."));
+        assert_eq!(
+            doc.frontmatter.description.as_deref(),
+            Some("Does a thing.")
+        );
     }
 
     #[test]

@@ -97,7 +97,9 @@ pub struct Readiness {
 
 impl Readiness {
     pub fn ready(&self) -> bool {
-        self.missing_env.is_empty() && self.missing_commands.is_empty() && self.missing_files.is_empty()
+        self.missing_env.is_empty()
+            && self.missing_commands.is_empty()
+            && self.missing_files.is_empty()
     }
 }
 
@@ -117,15 +119,20 @@ impl SkillStore {
         let section = config.raw.get("skills");
         let strings = |v: Option<&Value>| -> Vec<String> {
             v.and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|s| s.as_str().map(str::to_string))
+                        .collect()
+                })
                 .unwrap_or_default()
         };
         let external = strings(section.and_then(|s| s.get("external_dirs")))
             .into_iter()
             .map(|d| expand_home(&d))
             .collect();
-        let mut disabled: BTreeSet<String> =
-            strings(section.and_then(|s| s.get("disabled"))).into_iter().collect();
+        let mut disabled: BTreeSet<String> = strings(section.and_then(|s| s.get("disabled")))
+            .into_iter()
+            .collect();
         disabled.extend(strings(
             section
                 .and_then(|s| s.get("platform_disabled"))
@@ -162,7 +169,8 @@ impl SkillStore {
         for (root, external) in roots {
             self.scan_root(root, external, &mut seen, &mut scan);
         }
-        scan.skills.sort_by(|a, b| (&a.category, &a.name).cmp(&(&b.category, &b.name)));
+        scan.skills
+            .sort_by(|a, b| (&a.category, &a.name).cmp(&(&b.category, &b.name)));
         scan
     }
 
@@ -212,7 +220,11 @@ impl SkillStore {
             }
             match parse_cached(&skill_md, &meta) {
                 Ok(doc) => {
-                    let name = doc.frontmatter.name.clone().unwrap_or_else(|| dir_name.clone());
+                    let name = doc
+                        .frontmatter
+                        .name
+                        .clone()
+                        .unwrap_or_else(|| dir_name.clone());
                     if !seen.insert(name.clone()) {
                         tracing::info!(skill = %name, path = %skill_md.display(), "duplicate skill name ignored (an earlier one wins)");
                         continue;
@@ -245,7 +257,11 @@ impl SkillStore {
             }
         }
         // Categories that only hold invalid or hidden skills are not worth listing.
-        let used: BTreeSet<&String> = scan.skills.iter().filter_map(|s| s.category.as_ref()).collect();
+        let used: BTreeSet<&String> = scan
+            .skills
+            .iter()
+            .filter_map(|s| s.category.as_ref())
+            .collect();
         scan.categories.retain(|c, _| used.contains(c));
     }
 
@@ -259,6 +275,9 @@ impl SkillStore {
 
     /// The visible skill called `name` (frontmatter name, else directory name).
     pub fn find(&self, name: &str) -> Option<Arc<SkillInfo>> {
+        if let Some(found) = self.find_direct(name) {
+            return Some(found);
+        }
         let scan = self.scan();
         if let Some(s) = scan.skills.iter().find(|s| s.name == name) {
             return Some(s.clone());
@@ -266,6 +285,67 @@ impl SkillStore {
         scan.skills
             .into_iter()
             .find(|s| s.dir.file_name().is_some_and(|d| d == name))
+    }
+}
+
+impl SkillStore {
+    /// Fast path of `find` for the usual layout (`root/name` or `root/category/name` with a
+    /// matching frontmatter name): a few stats instead of a walk over every skill.
+    fn find_direct(&self, name: &str) -> Option<Arc<SkillInfo>> {
+        if name.is_empty() || name.starts_with('.') || name.contains(['/', '\\', '\0']) {
+            return None;
+        }
+        let roots = std::iter::once((&self.home_root, false))
+            .chain(self.external.iter().map(|r| (r, true)));
+        for (root, external) in roots {
+            let mut candidates = vec![(root.join(name), None)];
+            let Ok(entries) = std::fs::read_dir(root) else {
+                continue;
+            };
+            let mut categories: Vec<String> = entries
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir() || t.is_symlink()))
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|c| {
+                    !EXCLUDED_DIRS.contains(&c.as_str()) && !SUPPORT_DIRS.contains(&c.as_str())
+                })
+                .collect();
+            categories.sort();
+            for cat in categories {
+                let cat_dir = root.join(&cat);
+                // A category that is itself a skill holds no nested skills.
+                if !cat_dir.join("SKILL.md").exists() {
+                    candidates.push((cat_dir.join(name), Some(cat)));
+                }
+            }
+            for (dir, category) in candidates {
+                let skill_md = dir.join("SKILL.md");
+                let Ok(meta) = std::fs::symlink_metadata(&skill_md) else {
+                    continue;
+                };
+                if !meta.is_file() {
+                    continue;
+                }
+                let Ok(doc) = parse_cached(&skill_md, &meta) else {
+                    continue;
+                };
+                if doc.frontmatter.name.as_deref().unwrap_or(name) != name
+                    || !self.enabled(name, &doc)
+                {
+                    // Not a plain match: let the full scan decide.
+                    return None;
+                }
+                return Some(Arc::new(SkillInfo {
+                    name: name.to_string(),
+                    description: doc.frontmatter.description.clone().unwrap_or_default(),
+                    category,
+                    dir,
+                    external,
+                    doc,
+                }));
+            }
+        }
+        None
     }
 }
 
@@ -422,7 +502,11 @@ impl SkillInfo {
 
     /// Conditional display: hidden when a `fallback_for_*` tool/toolset is available or a
     /// `requires_*` one is not.
-    pub fn shown_with(&self, tool_names: &[String], custom: &BTreeMap<String, crate::config::ToolsetDef>) -> bool {
+    pub fn shown_with(
+        &self,
+        tool_names: &[String],
+        custom: &BTreeMap<String, crate::config::ToolsetDef>,
+    ) -> bool {
         let fm = &self.doc.frontmatter;
         let has_tool = |t: &String| tool_names.contains(t);
         let has_toolset = |ts: &String| {
@@ -456,7 +540,11 @@ mod tests {
     pub(crate) fn write_skill(root: &Path, rel: &str, frontmatter: &str, body: &str) -> PathBuf {
         let dir = root.join(rel);
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("SKILL.md"), format!("---\n{frontmatter}\n---\n{body}\n")).unwrap();
+        std::fs::write(
+            dir.join("SKILL.md"),
+            format!("---\n{frontmatter}\n---\n{body}\n"),
+        )
+        .unwrap();
         dir
     }
 
@@ -464,20 +552,52 @@ mod tests {
     fn scans_categories_invalid_and_duplicates() {
         let root = tempfile::tempdir().unwrap();
         let r = root.path();
-        write_skill(r, "dev/git-flow", "name: git-flow\ndescription: Branch and merge", "body");
-        write_skill(r, "dev/debug", "name: debug\ndescription: Find bugs", "body");
+        write_skill(
+            r,
+            "dev/git-flow",
+            "name: git-flow\ndescription: Branch and merge",
+            "body",
+        );
+        write_skill(
+            r,
+            "dev/debug",
+            "name: debug\ndescription: Find bugs",
+            "body",
+        );
         write_skill(r, "top", "name: top\ndescription: At the root", "body");
-        std::fs::write(r.join("dev/DESCRIPTION.md"), "---\ndescription: Software work\n---\n").unwrap();
+        std::fs::write(
+            r.join("dev/DESCRIPTION.md"),
+            "---\ndescription: Software work\n---\n",
+        )
+        .unwrap();
         std::fs::create_dir_all(r.join("broken")).unwrap();
         std::fs::write(r.join("broken/SKILL.md"), "no frontmatter here").unwrap();
-        write_skill(r, "other/git-flow", "name: git-flow\ndescription: twin", "body");
-        write_skill(r, "dev/debug/references/nested", "name: nested\ndescription: no", "x");
+        write_skill(
+            r,
+            "other/git-flow",
+            "name: git-flow\ndescription: twin",
+            "body",
+        );
+        write_skill(
+            r,
+            "dev/debug/references/nested",
+            "name: nested\ndescription: no",
+            "x",
+        );
         write_skill(r, ".hub/quarantine/q", "name: q\ndescription: no", "x");
-        write_skill(r, "mac-only", "name: mac-only\ndescription: m\nplatforms: [windows]", "x");
+        write_skill(
+            r,
+            "mac-only",
+            "name: mac-only\ndescription: m\nplatforms: [windows]",
+            "x",
+        );
 
         let scan = SkillStore::new(r).scan();
-        let names: Vec<(&Option<String>, &str)> =
-            scan.skills.iter().map(|s| (&s.category, s.name.as_str())).collect();
+        let names: Vec<(&Option<String>, &str)> = scan
+            .skills
+            .iter()
+            .map(|s| (&s.category, s.name.as_str()))
+            .collect();
         assert_eq!(
             names,
             [
@@ -486,10 +606,17 @@ mod tests {
                 (&Some("dev".to_string()), "git-flow"),
             ]
         );
-        assert_eq!(scan.categories.get("dev"), Some(&Some("Software work".to_string())));
+        assert_eq!(
+            scan.categories.get("dev"),
+            Some(&Some("Software work".to_string()))
+        );
         assert_eq!(scan.invalid.len(), 1);
         assert_eq!(scan.invalid[0].name, "broken");
-        assert!(scan.invalid[0].error.contains("no frontmatter"), "{}", scan.invalid[0].error);
+        assert!(
+            scan.invalid[0].error.contains("no frontmatter"),
+            "{}",
+            scan.invalid[0].error
+        );
         assert_eq!(scan.hidden, ["mac-only"]);
     }
 
@@ -501,7 +628,11 @@ mod tests {
         assert_eq!(store.find("a").unwrap().description, "one");
         // Same size, different content and mtime: the cache must notice.
         std::thread::sleep(std::time::Duration::from_millis(20));
-        std::fs::write(dir.join("SKILL.md"), "---\nname: a\ndescription: two\n---\nbody\n").unwrap();
+        std::fs::write(
+            dir.join("SKILL.md"),
+            "---\nname: a\ndescription: two\n---\nbody\n",
+        )
+        .unwrap();
         assert_eq!(store.find("a").unwrap().description, "two");
     }
 
@@ -532,7 +663,10 @@ mod tests {
         );
         let mut env = EnvVars::default();
         env.set("PRESENT_KEY", "1");
-        let r = SkillStore::new(root.path()).find("s").unwrap().readiness(&env);
+        let r = SkillStore::new(root.path())
+            .find("s")
+            .unwrap()
+            .readiness(&env);
         assert_eq!(r.missing_env, ["NEEDED_KEY"]);
         assert_eq!(r.missing_commands, ["definitely-not-a-command-xyz"]);
         assert!(!r.ready());

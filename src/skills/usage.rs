@@ -216,7 +216,10 @@ pub fn origin(skills_dir: &Path, name: &str) -> Origin {
         Origin::Bundled
     } else if hub_names(skills_dir).iter().any(|n| n == name) {
         Origin::Hub
-    } else if record(skills_dir, name).and_then(|r| r.provenance).as_deref() == Some(AGENT_CREATED)
+    } else if record(skills_dir, name)
+        .and_then(|r| r.provenance)
+        .as_deref()
+        == Some(AGENT_CREATED)
     {
         Origin::AgentCreated
     } else {
@@ -262,7 +265,11 @@ mod tests {
     #[test]
     fn bundled_and_hub_origins() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join(BUNDLED_MANIFEST), "git-workflow:abc\nlegacy\n").unwrap();
+        std::fs::write(
+            dir.path().join(BUNDLED_MANIFEST),
+            "git-workflow:abc\nlegacy\n",
+        )
+        .unwrap();
         std::fs::create_dir_all(dir.path().join(".hub")).unwrap();
         std::fs::write(
             dir.path().join(HUB_LOCK),

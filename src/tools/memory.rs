@@ -20,19 +20,17 @@ pub enum Action {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct MemoryArgs {
-    /// add, replace or remove (omit when sending operations).
+    /// Omit when sending operations.
     #[serde(default)]
+    #[schemars(with = "Action")]
     pub action: Option<Action>,
-    /// `memory` (environment, projects, lessons; default) or `user` (who the user is).
+    /// memory (default) or user.
     #[serde(default)]
     pub target: Option<String>,
-    /// The entry text (add, replace).
     #[serde(default)]
     pub content: Option<String>,
-    /// A unique part of the entry to change, or its [index] (replace, remove).
     #[serde(default)]
     pub old_text: Option<String>,
-    /// Several operations on one target, applied all or nothing.
     #[serde(default)]
     pub operations: Option<Vec<OperationArgs>>,
 }
@@ -106,7 +104,7 @@ impl TypedTool for Memory {
     type Args = MemoryArgs;
     const NAME: &'static str = "memory";
     const TOOLSET: &'static str = "memory";
-    const DESCRIPTION: &'static str = "Keep durable facts across sessions. target memory (environment, projects, lessons) or user (who the user is). add(content); replace(old_text, content); remove(old_text); old_text = unique part of the entry or its [index]. operations = list applied all-or-nothing. Saved at once; the prompt shows it from the next session.";
+    const DESCRIPTION: &'static str = "Save durable facts across sessions: target memory (environment, projects, lessons) or user (who the user is). add(content), replace(old_text, content), remove(old_text); old_text = a unique part of the entry or its [index]. operations = several ops on one target, all or nothing. Shown in the system prompt from the next session.";
 
     fn check_available(&self, config: &Config) -> Result<(), String> {
         if MemoryStore::from_config(config).settings().all_disabled() {
@@ -246,6 +244,21 @@ mod tests {
         assert!(err.contains("prompt_injection"), "{err}");
         let err = t.err("memory", json!({"action": "remove"})).await;
         assert!(err.contains("old_text is missing"), "{err}");
+    }
+
+    #[test]
+    fn schema_is_small_and_strict() {
+        let s = crate::tools::ToolRegistry::discover()
+            .get("memory")
+            .unwrap()
+            .schema();
+        let text = serde_json::to_string(&s.parameters).unwrap();
+        assert!(!text.contains("null"), "{text}");
+        assert!(text.len() + s.description.len() < 1_000, "{text}");
+        assert_eq!(
+            s.parameters["properties"]["action"]["enum"],
+            json!(["add", "replace", "remove"])
+        );
     }
 
     #[tokio::test]

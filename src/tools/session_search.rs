@@ -10,6 +10,8 @@ use serde_json::{Value, json};
 use crate::sessions::search::{self, DiscoverOptions};
 use crate::tools::registry::{ToolContext, ToolError, TypedTool};
 
+mod summary;
+
 /// Roles a `role_filter` may name.
 const ROLES: [&str; 4] = ["user", "assistant", "tool", "system"];
 
@@ -147,9 +149,23 @@ impl TypedTool for SessionSearch {
 
     async fn run(&self, args: SessionSearchArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let ctx2 = ctx.clone();
-        let value = tokio::task::spawn_blocking(move || run_blocking(args, &ctx2))
+        let query = args.query.clone().unwrap_or_default();
+        let mut value = tokio::task::spawn_blocking(move || run_blocking(args, &ctx2))
             .await
             .map_err(|e| ToolError::Respond(format!("the search did not finish: {e}")))??;
+        // Optional: an auxiliary model condenses the hits (off unless configured).
+        if value["mode"] == "discover"
+            && value["count"].as_u64().unwrap_or(0) > 0
+            && let Some(sc) = summary::config(&ctx.config)
+        {
+            match summary::summarize(&ctx.config, &sc, &query, &value["results"]).await {
+                Ok(text) => value["summary"] = Value::String(text),
+                Err(e) => {
+                    tracing::warn!(error = %e, "session_search summary failed");
+                    value["summary_error"] = Value::String(e);
+                }
+            }
+        }
         Ok(value.to_string())
     }
 }

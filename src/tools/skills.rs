@@ -40,7 +40,8 @@ impl TypedTool for SkillsList {
     }
 }
 
-fn list(store: &SkillStore, category: Option<&str>) -> Value {
+/// What `skills_list` answers (also used by the benchmark).
+pub fn list(store: &SkillStore, category: Option<&str>) -> Value {
     let scan = store.scan();
     let categories: Vec<&String> = scan.categories.keys().collect();
     let category = category.map(str::trim).filter(|c| !c.is_empty());
@@ -91,20 +92,45 @@ impl TypedTool for SkillView {
         let store = SkillStore::from_config(&ctx.config);
         let config = ctx.config.clone();
         let session = ctx.session_id.clone();
-        blocking(move || {
-            let skill = find(&store, &args.name)?;
-            let result = match args.file_path.as_deref().filter(|p| !p.trim().is_empty()) {
-                Some(path) => view_file(&skill, path)?,
-                None => view_skill(&skill, &config, &session)?,
-            };
-            learning::note_viewed(&session, &skill.name);
-            if let Err(e) = usage::mark_viewed(store.home_root(), &skill.name) {
-                tracing::debug!(error = %e, "cannot count skill view");
-            }
-            Ok(result.to_string())
+        let counted = store.clone();
+        let result = blocking(move || {
+            view(
+                &store,
+                &config,
+                &session,
+                &args.name,
+                args.file_path.as_deref(),
+            )
         })
-        .await
+        .await?;
+        // Use counts are telemetry: written off the answer's path (an fsync can take longer
+        // than the whole view).
+        if let Some(name) = result["name"].as_str().map(str::to_string) {
+            tokio::task::spawn_blocking(move || {
+                if let Err(e) = usage::mark_viewed(counted.home_root(), &name) {
+                    tracing::debug!(error = %e, "cannot count skill view");
+                }
+            });
+        }
+        Ok(result.to_string())
     }
+}
+
+/// What `skill_view` answers (also used by the benchmark).
+pub fn view(
+    store: &SkillStore,
+    config: &crate::config::Config,
+    session: &str,
+    name: &str,
+    file_path: Option<&str>,
+) -> Result<Value, ToolError> {
+    let skill = find(store, name)?;
+    let result = match file_path.filter(|p| !p.trim().is_empty()) {
+        Some(path) => view_file(&skill, path)?,
+        None => view_skill(&skill, config, session)?,
+    };
+    learning::note_viewed(session, &skill.name);
+    Ok(result)
 }
 
 fn find(store: &SkillStore, name: &str) -> Result<std::sync::Arc<SkillInfo>, ToolError> {
@@ -124,16 +150,27 @@ fn find(store: &SkillStore, name: &str) -> Result<std::sync::Arc<SkillInfo>, Too
     } else {
         format!(
             "did you mean {}? skills_list shows every skill",
-            close.iter().take(3).map(|(_, n)| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+            close
+                .iter()
+                .take(3)
+                .map(|(_, n)| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
         )
     };
-    Err(ToolError::Respond(format!("no skill named `{name}`; {hint}")))
+    Err(ToolError::Respond(format!(
+        "no skill named `{name}`; {hint}"
+    )))
 }
 
-fn view_skill(skill: &SkillInfo, config: &crate::config::Config, session: &str) -> Result<Value, ToolError> {
-    let raw = skill
-        .content()
-        .map_err(|e| ToolError::Respond(format!("cannot read {}: {e}", skill.skill_md().display())))?;
+fn view_skill(
+    skill: &SkillInfo,
+    config: &crate::config::Config,
+    session: &str,
+) -> Result<Value, ToolError> {
+    let raw = skill.content().map_err(|e| {
+        ToolError::Respond(format!("cannot read {}: {e}", skill.skill_md().display()))
+    })?;
     let content = raw
         .replace("${HERMES_SKILL_DIR}", &skill.dir.display().to_string())
         .replace("${HERMES_SESSION_ID}", session);
@@ -187,16 +224,25 @@ fn available_files(skill: &SkillInfo) -> String {
 }
 
 fn view_file(skill: &SkillInfo, file_path: &str) -> Result<Value, ToolError> {
-    let refuse = |why: String| ToolError::Respond(format!("file_path refused: {why}; {}", available_files(skill)));
-    check_relative(file_path).map_err(|e| refuse(e.to_string()))?;
-    let resolved = ensure_within(&skill.dir, Path::new(file_path)).map_err(|e| refuse(e.to_string()))?;
-    let meta = std::fs::metadata(&resolved).ok().filter(|m| m.is_file()).ok_or_else(|| {
+    let refuse = |why: String| {
         ToolError::Respond(format!(
-            "`{file_path}` is not a file in skill `{}`; {}",
-            skill.name,
+            "file_path refused: {why}; {}",
             available_files(skill)
         ))
-    })?;
+    };
+    check_relative(file_path).map_err(|e| refuse(e.to_string()))?;
+    let resolved =
+        ensure_within(&skill.dir, Path::new(file_path)).map_err(|e| refuse(e.to_string()))?;
+    let meta = std::fs::metadata(&resolved)
+        .ok()
+        .filter(|m| m.is_file())
+        .ok_or_else(|| {
+            ToolError::Respond(format!(
+                "`{file_path}` is not a file in skill `{}`; {}",
+                skill.name,
+                available_files(skill)
+            ))
+        })?;
     let mut bytes = Vec::new();
     {
         use std::io::Read;
@@ -206,12 +252,19 @@ fn view_file(skill: &SkillInfo, file_path: &str) -> Result<Value, ToolError> {
             .read_to_end(&mut bytes)
             .map_err(|e| ToolError::Respond(format!("cannot read `{file_path}`: {e}")))?;
     }
-    let text = if looks_binary(&bytes) { None } else { String::from_utf8(bytes).ok() };
+    let text = if looks_binary(&bytes) {
+        None
+    } else {
+        String::from_utf8(bytes).ok()
+    };
     Ok(match text {
         Some(content) => {
             let mut v = json!({"success": true, "name": skill.name, "file_path": file_path, "content": content});
             if meta.len() > MAX_LINKED_FILE_BYTES {
-                v["note"] = json!(format!("only the first {MAX_LINKED_FILE_BYTES} of {} bytes are shown", meta.len()));
+                v["note"] = json!(format!(
+                    "only the first {MAX_LINKED_FILE_BYTES} of {} bytes are shown",
+                    meta.len()
+                ));
             }
             v
         }

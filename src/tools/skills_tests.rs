@@ -26,13 +26,24 @@ async fn list_and_view_tiers() {
     std::fs::create_dir_all(dir.join("references")).unwrap();
     std::fs::write(dir.join("references/cheats.md"), "git log --oneline").unwrap();
     std::fs::create_dir_all(dir.join("assets")).unwrap();
-    std::fs::write(dir.join("assets/logo.png"), [0x89u8, b'P', b'N', b'G', 0, 0, 1]).unwrap();
-    write_skill(&env, "notes", "---\nname: notes\ndescription: Notes\n---\nbody\n");
+    std::fs::write(
+        dir.join("assets/logo.png"),
+        [0x89u8, b'P', b'N', b'G', 0, 0, 1],
+    )
+    .unwrap();
+    write_skill(
+        &env,
+        "notes",
+        "---\nname: notes\ndescription: Notes\n---\nbody\n",
+    );
 
     let list = parse(&env.ok("skills_list", json!({})).await);
     assert_eq!(list["count"], 2);
     assert_eq!(list["skills"][0]["name"], "notes");
-    assert_eq!(list["skills"][1], json!({"name": "git-flow", "description": "Branching", "category": "dev"}));
+    assert_eq!(
+        list["skills"][1],
+        json!({"name": "git-flow", "description": "Branching", "category": "dev"})
+    );
     let only = parse(&env.ok("skills_list", json!({"category": "dev"})).await);
     assert_eq!(only["count"], 1);
     let none = parse(&env.ok("skills_list", json!({"category": "nope"})).await);
@@ -41,14 +52,37 @@ async fn list_and_view_tiers() {
     let view = parse(&env.ok("skill_view", json!({"name": "git-flow"})).await);
     assert_eq!(view["tags"], json!(["git"]));
     assert_eq!(view["related_skills"], json!(["debug"]));
-    assert_eq!(view["linked_files"]["references"], json!(["references/cheats.md"]));
-    assert_eq!(view["missing_required_environment_variables"], json!(["GIT_FLOW_TOKEN_XYZ"]));
+    assert_eq!(
+        view["linked_files"]["references"],
+        json!(["references/cheats.md"])
+    );
+    assert_eq!(
+        view["missing_required_environment_variables"],
+        json!(["GIT_FLOW_TOKEN_XYZ"])
+    );
     assert_eq!(view["readiness_status"], "setup_needed");
-    assert!(view["content"].as_str().unwrap().contains(&dir.display().to_string()));
+    assert!(
+        view["content"]
+            .as_str()
+            .unwrap()
+            .contains(&dir.display().to_string())
+    );
 
-    let file = parse(&env.ok("skill_view", json!({"name": "git-flow", "file_path": "references/cheats.md"})).await);
+    let file = parse(
+        &env.ok(
+            "skill_view",
+            json!({"name": "git-flow", "file_path": "references/cheats.md"}),
+        )
+        .await,
+    );
     assert_eq!(file["content"], "git log --oneline");
-    let bin = parse(&env.ok("skill_view", json!({"name": "git-flow", "file_path": "assets/logo.png"})).await);
+    let bin = parse(
+        &env.ok(
+            "skill_view",
+            json!({"name": "git-flow", "file_path": "assets/logo.png"}),
+        )
+        .await,
+    );
     assert_eq!(bin["binary"], true);
     assert!(!bin["content"].as_str().unwrap().contains("PNG"));
 }
@@ -68,7 +102,9 @@ async fn hostile_view_paths_are_refused_with_the_file_list() {
         ("references/etc/passwd", "outside"),
         ("references/missing.md", "not a file"),
     ] {
-        let e = env.err("skill_view", json!({"name": "s", "file_path": path})).await;
+        let e = env
+            .err("skill_view", json!({"name": "s", "file_path": path}))
+            .await;
         assert!(e.contains(expect), "{path}: {e}");
         assert!(e.contains("references/ok.md"), "{path}: {e}");
     }
@@ -86,8 +122,12 @@ async fn manage_tool_creates_and_reports_errors() {
         )
         .await;
     assert_eq!(parse(&ok)["success"], true);
-    let e = env.err("skill_manage", json!({"action": "explode", "name": "x"})).await;
+    let e = env
+        .err("skill_manage", json!({"action": "explode", "name": "x"}))
+        .await;
     assert!(e.contains("action"), "{e}");
-    let e = env.err("skill_manage", json!({"action": "patch", "name": "x"})).await;
+    let e = env
+        .err("skill_manage", json!({"action": "patch", "name": "x"}))
+        .await;
     assert!(e.contains("needs `old_string`"), "{e}");
 }

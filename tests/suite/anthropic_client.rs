@@ -1,6 +1,6 @@
 //! The Anthropic Messages client against the scripted Anthropic mock, through the public library
 //! API (streaming text, tool_use, thinking, usage with cache tokens, errors, cancellation, the
-//! exact request shape with its cache markers), plus the real binary end to end.
+//! exact request shape with its cache markers), (`anthropic_cli.rs` drives the real binary).
 
 use std::time::{Duration, Instant};
 
@@ -13,7 +13,6 @@ use hermes::llm::{
 };
 use serde_json::{Value, json};
 
-use crate::support::harness::{TestEnv, stderr, stdout};
 use crate::support::mock_anthropic::{MockAnthropic, Reply};
 
 const KEY: &str = "sk-ant-test-0123456789abcdef";
@@ -116,7 +115,7 @@ async fn run(client: &AnthropicClient, request: ChatRequest) -> Outcome {
 }
 
 /// Paths (like `system[0]`, `messages[2].content[1]`) of every object carrying `cache_control`.
-fn marked(body: &Value) -> Vec<String> {
+pub(crate) fn marked(body: &Value) -> Vec<String> {
     fn walk(value: &Value, path: String, out: &mut Vec<String>) {
         match value {
             Value::Object(map) => {
@@ -452,102 +451,56 @@ async fn unreachable_server_is_named() {
     assert!(e.body.contains(&addr.to_string()), "{}", e.body);
 }
 
-/// The real binary with `--provider anthropic`: two tool rounds, then the answer. The second
-/// and third requests carry cache markers on exactly the system prompt and the last three
-/// messages' last markable blocks (never on thinking), and usage with cache tokens is recorded.
-#[test]
-fn binary_runs_tool_rounds_with_cache_markers() {
-    let env = TestEnv::new();
-    env.write("hello.txt", "greetings from the file\n");
-    env.write("second.txt", "second file\n");
-    let mock = MockAnthropic::with_script([
-        Reply::tool_use("toolu_a", "read_file", json!({"path": "hello.txt"}))
-            .with_thinking("Read the file first.", "sig-a")
-            .with_text("Let me look.")
-            .with_usage(900, 20, 0, 850),
-        Reply::tool_use("toolu_b", "read_file", json!({"path": "second.txt"}))
-            .with_usage(60, 20, 850, 40),
-        Reply::text("The file says: greetings from the file").with_usage(50, 10, 890, 30),
-    ]);
-    let out = env
-        .bare_cmd()
-        .args([
-            "--provider",
-            "anthropic",
-            "--base-url",
-            &mock.base_url(),
-            "--api-key",
-            "test",
-        ])
-        .args(["-m", "claude-x", "-z", "Read hello.txt and second.txt"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(stdout(&out), "The file says: greetings from the file\n");
-    assert_eq!(mock.request_count(), 3);
-    assert_eq!(mock.header(0, "x-api-key").as_deref(), Some("test"));
+/// Claude through OpenRouter on the chat-completions wire: the system message and the last three
+/// messages with content become text parts with markers; other models get plain strings.
+#[tokio::test]
+async fn openrouter_claude_gets_cache_markers() {
+    use crate::support::mock_llm::{MockLlm, Reply as ChatReply};
+    use hermes::llm::openai::OpenAiClient;
 
-    let requests = mock.requests();
-    let second = &requests[1];
-    let messages = second["messages"].as_array().unwrap();
-    assert_eq!(messages.len(), 3, "{second}");
-    let assistant = messages[1]["content"].as_array().unwrap();
-    let kinds: Vec<&str> = assistant
-        .iter()
-        .map(|b| b["type"].as_str().unwrap())
-        .collect();
-    assert_eq!(kinds, vec!["thinking", "text", "tool_use"], "{second}");
-    assert_eq!(assistant[0]["signature"], "sig-a");
-    let result = &messages[2]["content"][0];
-    assert_eq!(result["type"], "tool_result");
-    assert_eq!(result["tool_use_id"], "toolu_a");
-    assert!(
-        result["content"]
-            .as_str()
-            .unwrap()
-            .contains("greetings from the file")
-    );
-    assert_eq!(
-        marked(second),
-        vec![
-            "messages[0].content[0]",
-            "messages[1].content[2]",
-            "messages[2].content[0]",
-            "system[0]"
-        ],
-        "{second}"
-    );
-    let marker = json!({"type": "ephemeral"});
-    assert_eq!(second["system"][0]["cache_control"], marker);
-    assert_eq!(messages[1]["content"][2]["cache_control"], marker);
-
-    // Third request: five messages; the first two lose their markers, the last three carry them.
-    let third = &requests[2];
-    assert_eq!(third["messages"].as_array().unwrap().len(), 5, "{third}");
-    assert_eq!(
-        marked(third),
-        vec![
-            "messages[2].content[0]",
-            "messages[3].content[0]",
-            "messages[4].content[0]",
-            "system[0]"
-        ],
-        "{third}"
-    );
-    // The cached prefix is byte-identical apart from the markers that moved.
-    assert_eq!(second["system"], third["system"]);
-    assert_eq!(second["tools"], third["tools"]);
-
-    let db = env.db();
-    let (input, read, write): (i64, i64, i64) = db
-        .query_row(
-            "SELECT input_tokens, cache_read_tokens, cache_write_tokens FROM sessions",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )
-        .unwrap();
-    assert_eq!((read, write), (850 + 890, 850 + 40 + 30));
-    // Input counts the whole prompt (uncached + cache read + cache write), like OpenAI's
-    // prompt_tokens, so context-size decisions see the real size.
-    assert_eq!(input, (900 + 850) + (60 + 850 + 40) + (50 + 890 + 30));
+    let mock = MockLlm::with_script([ChatReply::text("a"), ChatReply::text("b")]);
+    let call = hermes::llm::ToolCall {
+        id: "call_1".into(),
+        name: "read_file".into(),
+        arguments: r#"{"path":"a"}"#.into(),
+    };
+    let history = vec![
+        Message::user("first"),
+        Message::assistant(Some("ok".into()), vec![]),
+        Message::user("read a"),
+        Message::assistant(None, vec![call.clone()]),
+        Message::tool_result(&call, "alpha"),
+    ];
+    for (model, cached) in [
+        ("anthropic/claude-sonnet-4", true),
+        ("openai/gpt-4o", false),
+    ] {
+        let p = Provider::new("openrouter", model, &mock.base_url(), Some("or-key".into()));
+        let c = OpenAiClient::new(p).unwrap();
+        let mut req = request(history.clone());
+        req.model = model.into();
+        let mut stream = c.stream(req).await.unwrap();
+        while let Some(item) = stream.next().await {
+            item.unwrap();
+        }
+        let body = mock.requests().last().unwrap().clone();
+        if cached {
+            assert_eq!(
+                marked(&body),
+                vec![
+                    "messages[0].content[0]",
+                    "messages[2].content[0]",
+                    "messages[3].content[0]",
+                    "messages[5].content[0]"
+                ],
+                "{body}"
+            );
+            assert_eq!(body["messages"][1]["content"], "first");
+            assert!(body["messages"][4]["content"].is_null());
+            assert_eq!(body["messages"][5]["content"][0]["text"], "alpha");
+        } else {
+            assert!(marked(&body).is_empty(), "{body}");
+            assert_eq!(body["messages"][5]["content"], "alpha");
+        }
+    }
 }

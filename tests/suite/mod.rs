@@ -1,12 +1,20 @@
 //! Integration test modules, one per area.
 
+pub mod anthropic_cli;
 pub mod anthropic_client;
 pub mod cli_agent;
 pub mod cli_errors;
 pub mod cli_interrupt;
 pub mod cli_repl;
 pub mod failover;
+pub mod gateway_recovery;
+pub mod gateway_sessions;
+pub mod gateway_support;
+pub mod gateway_telegram;
 pub mod llm_client;
 pub mod loop_guard;
+pub mod memory_e2e;
+pub mod session_search_e2e;
 pub mod sessions_compat;
 pub mod spend;
+pub mod skills_e2e;

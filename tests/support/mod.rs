@@ -1,6 +1,7 @@
 //! Test support: the scripted mock LLM server and a harness for running the real binary.
 #![allow(dead_code)]
 
+pub mod fake_telegram;
 pub mod harness;
 pub mod mock_anthropic;
 pub mod mock_llm;

@@ -234,6 +234,69 @@ async fn summary_failure_gives_a_fallback_then_cools_down() {
 }
 
 #[tokio::test]
+async fn failure_state_survives_a_restart() {
+    let client = FakeClient::new(vec![Err(LlmError::new(
+        FailoverReason::ServerError,
+        "boom",
+    ))]);
+    let mut c = ContextCompressor::new(small_window());
+    c.compress(&session(30, 1_500), &client, "m", Trigger::Threshold)
+        .await;
+    let state = c.failure_state();
+    assert_eq!(state.fallback_streak, 1);
+    assert!(state.error.as_deref().unwrap_or("").contains("boom"));
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let until = state.cooldown_until.unwrap_or(0.0);
+    assert!(
+        until > now + 590.0 && until < now + 610.0,
+        "{until} vs {now}"
+    );
+
+    // A new process restores it: still cooling down, so the model is not asked.
+    let mut restarted = ContextCompressor::new(small_window());
+    restarted.restore_failure_state(&state);
+    let fresh = FakeClient::new(vec![Ok("s".into())]);
+    let out = restarted
+        .compress(&session(30, 1_500), &fresh, "m", Trigger::Threshold)
+        .await;
+    assert!(out.used_fallback && fresh.requests().is_empty());
+    assert!(restarted.is_blocked(), "second fallback in a row");
+    // Once the cooldown is over, automatic compaction resumes.
+    let mut rested = CompressionFailure {
+        cooldown_until: Some(now - 1.0),
+        ..restarted.failure_state()
+    };
+    restarted.restore_failure_state(&rested);
+    assert!(!restarted.is_blocked());
+    rested.cooldown_until = Some(now + 100.0);
+    restarted.restore_failure_state(&rested);
+    assert!(restarted.is_blocked());
+    // Hostile stored values neither panic nor block for longer than one cooldown.
+    for bad in [f64::NAN, -5.0, f64::INFINITY, 1e300] {
+        let mut c = ContextCompressor::new(small_window());
+        c.restore_failure_state(&CompressionFailure {
+            cooldown_until: Some(bad),
+            ..Default::default()
+        });
+        let until = c.failure_state().cooldown_until.unwrap_or(0.0);
+        assert!(until <= now + 610.0, "{bad} → {until}");
+    }
+    // An expired cooldown asks the model again.
+    let mut later = ContextCompressor::new(small_window());
+    later.restore_failure_state(&CompressionFailure {
+        cooldown_until: Some(now - 1.0),
+        ..state
+    });
+    let out = later
+        .compress(&session(30, 1_500), &fresh, "m", Trigger::Threshold)
+        .await;
+    assert!(!out.used_fallback && later.failure_state() == CompressionFailure::default());
+}
+
+#[tokio::test]
 async fn iterative_compaction_updates_the_previous_summary() {
     let client = FakeClient::new(vec![
         Ok("first checkpoint text".into()),

@@ -14,7 +14,11 @@
 //!   `{"_invalid_json": "<raw text>"}` so the model still sees what it wrote;
 //! - tool ids are restricted to `[A-Za-z0-9_-]` (ids from other providers, e.g. after a fallback,
 //!   may contain `.` or `:`), identically on both sides of a call;
-//! - empty texts, which the API rejects, become `(empty)`; empty assistant messages are dropped.
+//! - empty texts, which the API rejects, become `(empty)` (`(no output)` for a tool result);
+//!   empty assistant messages are dropped; a conversation that opens with the assistant (after
+//!   compaction) gets a short user opener;
+//! - the Messages API has no system role inside the conversation, so a system message in the
+//!   history is sent as user text.
 //!
 //! Reasoning is never sent back as text. Thinking blocks are replayed only as the provider signed
 //! them (see `ThinkingMemory` in the parent module), which is what tool use with extended

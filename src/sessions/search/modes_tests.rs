@@ -2,6 +2,8 @@
 
 use super::*;
 use crate::llm::Message;
+use crate::sessions::search::read::{display_text, excerpt};
+use crate::sessions::search::{read, scroll};
 use crate::sessions::{NewSession, SessionStore};
 
 struct Db {

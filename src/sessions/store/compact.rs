@@ -2,7 +2,7 @@
 //! compacted = 1`, still found by search) and the compacted history is inserted as new active
 //! rows, in one transaction. Nothing is ever deleted.
 
-use rusqlite::params;
+use rusqlite::{OptionalExtension, params};
 
 use super::error::is_foreign_key_error;
 use super::{SessionStore, StoreError, now};
@@ -62,6 +62,61 @@ impl SessionStore {
             }
             Err(e) => Err(e),
         }
+    }
+}
+
+/// The summary-failure state of a session's compressor, kept in `sessions` (Python's columns) so
+/// a restart does not hammer a summary model that just failed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CompressionFailure {
+    /// Unix seconds until which the summary model is not asked again.
+    pub cooldown_until: Option<f64>,
+    /// What went wrong last (already redacted by the caller).
+    pub error: Option<String>,
+    /// Compactions in a row that had to use the fallback summary.
+    pub fallback_streak: u32,
+}
+
+impl SessionStore {
+    /// Reads the session's compression failure state (defaults when never set).
+    pub fn compression_failure(&self, session_id: &str) -> Result<CompressionFailure, StoreError> {
+        let row = self.read("read the compression state", |c| {
+            c.query_row(
+                "SELECT compression_failure_cooldown_until, compression_failure_error,
+                        COALESCE(compression_fallback_streak, 0)
+                 FROM sessions WHERE id = ?1",
+                [session_id],
+                |r| {
+                    Ok(CompressionFailure {
+                        cooldown_until: r.get::<_, Option<f64>>(0).ok().flatten(),
+                        error: r.get::<_, Option<String>>(1).ok().flatten(),
+                        fallback_streak: u32::try_from(r.get::<_, i64>(2).unwrap_or(0))
+                            .unwrap_or(0),
+                    })
+                },
+            )
+            .optional()
+        })?;
+        row.ok_or_else(|| StoreError::SessionNotFound(session_id.to_string()))
+    }
+
+    /// Stores the session's compression failure state.
+    pub fn set_compression_failure(
+        &self,
+        session_id: &str,
+        state: &CompressionFailure,
+    ) -> Result<(), StoreError> {
+        let changed = self.write("store the compression state", |tx| {
+            tx.execute(
+                "UPDATE sessions SET compression_failure_cooldown_until = ?1, compression_failure_error = ?2,
+                     compression_fallback_streak = ?3 WHERE id = ?4",
+                params![state.cooldown_until, state.error, i64::from(state.fallback_streak), session_id],
+            )
+        })?;
+        if changed == 0 {
+            return Err(StoreError::SessionNotFound(session_id.to_string()));
+        }
+        Ok(())
     }
 }
 
@@ -167,5 +222,33 @@ mod tests {
         );
         assert_eq!(count(&store, "SELECT COUNT(*) FROM messages"), 1);
         assert_eq!(store.messages("s1").unwrap().len(), 1);
+    }
+
+    #[test]
+    fn compression_failure_state_round_trips() {
+        let (_dir, store) = store_with_session();
+        assert_eq!(
+            store.compression_failure("s1").unwrap(),
+            CompressionFailure::default()
+        );
+        let state = CompressionFailure {
+            cooldown_until: Some(1_700_000_000.5),
+            error: Some("overloaded".into()),
+            fallback_streak: 2,
+        };
+        store.set_compression_failure("s1", &state).unwrap();
+        assert_eq!(store.compression_failure("s1").unwrap(), state);
+        store
+            .set_compression_failure("s1", &CompressionFailure::default())
+            .unwrap();
+        assert_eq!(
+            store.compression_failure("s1").unwrap(),
+            CompressionFailure::default()
+        );
+        assert!(matches!(
+            store.compression_failure("nope"),
+            Err(StoreError::SessionNotFound(_))
+        ));
+        assert!(store.set_compression_failure("nope", &state).is_err());
     }
 }

@@ -1,0 +1,186 @@
+//! `hermes gateway run|status` and `hermes send PLATFORM:CHAT TEXT`: the terminal side of the
+//! messaging gateway (`crate::gateway`).
+
+use clap::Subcommand;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::args::RunArgs;
+use crate::cli::{CliError, exit, setup};
+use crate::config::Config;
+use crate::gateway::delivery::split_message;
+use crate::gateway::ledger::send_with_retry;
+use crate::gateway::platform::SendOptions;
+
+#[derive(Debug, Subcommand)]
+pub enum GatewayCommand {
+    /// Serve the configured platforms in the foreground (Ctrl-C or SIGTERM stops).
+    Run {
+        /// Serve only this platform (e.g. telegram).
+        #[arg(long)]
+        platform: Option<String>,
+    },
+    /// Health of the platforms and the delivery backlog, as last recorded by the gateway.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(
+    runtime: &tokio::runtime::Runtime,
+    args: &RunArgs,
+    config: Config,
+    action: GatewayCommand,
+) -> Result<u8, CliError> {
+    match action {
+        GatewayCommand::Run { platform } => runtime.block_on(serve(args, config, platform)),
+        GatewayCommand::Status { json } => status(&config, json),
+    }
+}
+
+async fn serve(args: &RunArgs, config: Config, only: Option<String>) -> Result<u8, CliError> {
+    let adapters = crate::gateway::configured_adapters(&config, only.as_deref())
+        .map_err(|e| CliError::Setup(e.to_string()))?;
+    let services = crate::cli::services(config)?;
+    let client = setup::make_client(args, &services.config).await?;
+    let options = setup::agent_options(args, &services.config, true);
+    let shutdown = CancellationToken::new();
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("gateway stopping on signal");
+        stop.cancel();
+    });
+    eprintln!(
+        "hermes gateway: serving {} (Ctrl-C to stop)",
+        adapters
+            .iter()
+            .map(|a| a.platform())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    match crate::gateway::run(services, client, options, adapters, shutdown).await {
+        Ok(()) => {
+            eprintln!("hermes gateway: stopped");
+            Ok(exit::OK)
+        }
+        Err(e) => Err(CliError::Setup(format!("gateway stopped: {e}"))),
+    }
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+fn status(config: &Config, json: bool) -> Result<u8, CliError> {
+    let store = setup::open_store(config)?;
+    store.gateway_init()?;
+    let state = store.gateway_all_state()?;
+    let (queued, pending) = store.gateway_backlog()?;
+    let now = crate::gateway::unix_now();
+    let mut platforms = serde_json::Map::new();
+    for (key, value, updated) in &state {
+        let Some((platform, field)) = key.split_once('.') else {
+            continue;
+        };
+        let entry = platforms
+            .entry(platform.to_string())
+            .or_insert_with(|| serde_json::json!({}));
+        entry[field] = serde_json::Value::from(value.clone());
+        if field == "last_ok" {
+            entry["seconds_since_last_ok"] =
+                serde_json::Value::from((now - updated).max(0.0).round());
+        }
+        if field == "pid" {
+            let alive = value.parse::<i32>().is_ok_and(pid_alive);
+            entry["process_alive"] = serde_json::Value::from(alive);
+        }
+    }
+    if json {
+        let doc = serde_json::json!({
+            "platforms": platforms,
+            "queued_messages": queued,
+            "pending_deliveries": pending,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        return Ok(exit::OK);
+    }
+    if platforms.is_empty() {
+        println!("The gateway has not run yet (`hermes gateway run`).");
+    }
+    for (name, entry) in &platforms {
+        let field = |k: &str| {
+            entry
+                .get(k)
+                .map(|v| v.to_string().trim_matches('"').to_string())
+        };
+        println!(
+            "{name}: {}{}",
+            field("status").unwrap_or_else(|| "unknown".into()),
+            match entry.get("process_alive").and_then(|v| v.as_bool()) {
+                Some(false) => " (process not running)",
+                _ => "",
+            }
+        );
+        if let Some(s) = field("seconds_since_last_ok") {
+            println!("  last successful poll: {s}s ago");
+        }
+        if let Some(e) = field("last_error") {
+            println!("  last error: {e}");
+        }
+    }
+    println!("queued messages: {queued}, pending deliveries: {pending}");
+    Ok(exit::OK)
+}
+
+fn pid_alive(pid: i32) -> bool {
+    // Signal 0 checks existence without touching the process.
+    pid > 0 && unsafe { libc::kill(pid, 0) } == 0
+}
+
+/// `hermes send telegram:CHAT "text"`: one message, chunked, for scripts.
+pub fn send(
+    runtime: &tokio::runtime::Runtime,
+    config: &Config,
+    target: &str,
+    text: &str,
+) -> Result<u8, CliError> {
+    let Some((platform, chat)) = target
+        .split_once(':')
+        .filter(|(p, c)| !p.is_empty() && !c.is_empty())
+    else {
+        return Err(CliError::Setup(format!(
+            "bad target `{target}`: use PLATFORM:CHAT_ID, e.g. telegram:123456"
+        )));
+    };
+    if text.trim().is_empty() {
+        return Err(CliError::Setup("nothing to send: the text is empty".into()));
+    }
+    let adapters = crate::gateway::configured_adapters(config, Some(platform))
+        .map_err(|e| CliError::Setup(e.to_string()))?;
+    let Some(adapter) = adapters.into_iter().next() else {
+        return Err(CliError::Setup(format!(
+            "platform `{platform}` is not configured"
+        )));
+    };
+    runtime.block_on(async {
+        let len = |s: &str| adapter.message_len(s);
+        for chunk in split_message(text, adapter.max_message_len(), &len) {
+            send_with_retry(adapter.as_ref(), chat, &chunk, &SendOptions::default())
+                .await
+                .map_err(|e| CliError::Setup(format!("send to {target} failed: {e}")))?;
+        }
+        Ok(exit::OK)
+    })
+}

@@ -1,0 +1,419 @@
+//! The API server front end: an OpenAI-compatible HTTP endpoint (axum) so any OpenAI client can
+//! talk to the agent. `POST /v1/chat/completions` (JSON or SSE streaming) and `GET /v1/models`,
+//! bearer-key auth (`API_SERVER_KEY`, required), bound to `API_SERVER_HOST` (default 127.0.0.1)
+//! and `API_SERVER_PORT` (default 8642).
+//!
+//! Each conversation is a session: the `X-Hermes-Session-Id` header or the body's `user` field
+//! names it (routed through `gateway_routing` like a chat); without either every request is a
+//! new session. The agent keeps the history, so only the last user message of the request is
+//! the new turn. Turns of one conversation run one at a time. No one can answer approval
+//! questions over this API: dangerous commands are refused (unless `--yolo`).
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{Agent, AgentError, AgentEvent, AgentOptions, Services};
+use crate::gateway::ledger::db;
+use crate::gateway::session::lock;
+use crate::llm::LlmClient;
+use crate::security::approval::ApprovalChoice;
+
+const MODEL_ID: &str = "hermes-agent";
+const DEFAULT_PORT: u16 = 8642;
+
+/// Where and with which key the API server listens.
+#[derive(Clone)]
+pub struct ApiServerConfig {
+    pub addr: SocketAddr,
+    pub key: String,
+}
+
+impl std::fmt::Debug for ApiServerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ApiServerConfig({}, key redacted)", self.addr)
+    }
+}
+
+impl ApiServerConfig {
+    /// Enabled when `API_SERVER_KEY` is set (or `API_SERVER_ENABLED` is true, which then
+    /// requires the key).
+    pub fn from_config(config: &crate::config::Config) -> Option<Result<Self, String>> {
+        let enabled = config
+            .env
+            .get("API_SERVER_ENABLED")
+            .is_some_and(|v| matches!(v.trim().to_lowercase().as_str(), "1" | "true" | "yes"));
+        let key = config
+            .env
+            .get("API_SERVER_KEY")
+            .map(|k| k.trim().to_string());
+        if !enabled && key.is_none() {
+            return None;
+        }
+        let Some(key) = key.filter(|k| !k.is_empty()) else {
+            return Some(Err(
+                "API_SERVER_ENABLED is set but API_SERVER_KEY is empty: set a bearer key".into(),
+            ));
+        };
+        let host = config.env.get("API_SERVER_HOST").unwrap_or("127.0.0.1");
+        let port = match config.env.get("API_SERVER_PORT") {
+            Some(p) => match p.trim().parse::<u16>() {
+                Ok(p) => p,
+                Err(_) => return Some(Err(format!("API_SERVER_PORT `{p}` is not a port number"))),
+            },
+            None => DEFAULT_PORT,
+        };
+        let addr = match format!("{host}:{port}").parse::<SocketAddr>() {
+            Ok(a) => a,
+            Err(_) => {
+                return Some(Err(format!(
+                    "API_SERVER_HOST `{host}` is not an IP address"
+                )));
+            }
+        };
+        Some(Ok(ApiServerConfig { addr, key }))
+    }
+}
+
+struct ApiState {
+    services: Arc<Services>,
+    client: Arc<dyn LlmClient>,
+    options: AgentOptions,
+    key: String,
+    /// One lock per live conversation, so its turns run in order.
+    turns: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    shutdown: CancellationToken,
+}
+
+/// Serves until `shutdown`; returns an error message if the address cannot be bound.
+pub async fn serve(
+    config: ApiServerConfig,
+    services: Arc<Services>,
+    client: Arc<dyn LlmClient>,
+    mut options: AgentOptions,
+    shutdown: CancellationToken,
+) -> Result<(), String> {
+    options.source = "api_server".into();
+    options.interactive = false;
+    let state = Arc::new(ApiState {
+        services,
+        client,
+        options,
+        key: config.key.clone(),
+        turns: Mutex::new(HashMap::new()),
+        shutdown: shutdown.clone(),
+    });
+    let app = Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .route("/v1/models", get(models))
+        .with_state(state);
+    let listener = tokio::net::TcpListener::bind(config.addr)
+        .await
+        .map_err(|e| format!("API server cannot listen on {}: {e}", config.addr))?;
+    tracing::info!(addr = %config.addr, "API server listening");
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
+        .map_err(|e| format!("API server failed: {e}"))
+}
+
+fn error(status: StatusCode, kind: &str, message: &str) -> Response {
+    let body = json!({"error": {"message": message, "type": kind, "code": status.as_u16()}});
+    (status, axum::Json(body)).into_response()
+}
+
+/// Constant-time comparison of the presented bearer key.
+fn authorised(headers: &HeaderMap, key: &str) -> bool {
+    let Some(given) = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+    else {
+        return false;
+    };
+    let (a, b) = (given.trim().as_bytes(), key.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn models(State(state): State<Arc<ApiState>>, headers: HeaderMap) -> Response {
+    if !authorised(&headers, &state.key) {
+        return error(
+            StatusCode::UNAUTHORIZED,
+            "invalid_request_error",
+            "invalid API key",
+        );
+    }
+    axum::Json(json!({"object": "list", "data": [
+        {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "hermes"}
+    ]}))
+    .into_response()
+}
+
+/// The text of the last user message (string content or text parts).
+fn last_user_text(body: &Value) -> Option<String> {
+    let messages = body.get("messages")?.as_array()?;
+    let last = messages.iter().rev().find(|m| m["role"] == "user")?;
+    let text = match &last["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => return None,
+    };
+    Some(text).filter(|t| !t.trim().is_empty())
+}
+
+fn conversation(headers: &HeaderMap, body: &Value) -> Option<String> {
+    headers
+        .get("x-hermes-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(String::from)
+        .or_else(|| body.get("user").and_then(Value::as_str).map(String::from))
+        .map(|c| c.trim().chars().take(200).collect::<String>())
+        .filter(|c| !c.is_empty())
+}
+
+async fn chat(State(state): State<Arc<ApiState>>, headers: HeaderMap, body: String) -> Response {
+    if !authorised(&headers, &state.key) {
+        return error(
+            StatusCode::UNAUTHORIZED,
+            "invalid_request_error",
+            "invalid API key",
+        );
+    }
+    let Ok(body) = serde_json::from_str::<Value>(&body) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "the body is not JSON",
+        );
+    };
+    let Some(text) = last_user_text(&body) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "`messages` must contain a user message with text",
+        );
+    };
+    let key = conversation(&headers, &body).map(|c| format!("agent:main:api_server:dm:{c}"));
+    let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let id = format!("chatcmpl-{:016x}", rand::random::<u64>());
+    let created = crate::gateway::unix_now() as u64;
+    let (tx, rx) = mpsc::unbounded_channel::<Piece>();
+    let cancel = state.shutdown.child_token();
+    tokio::spawn(run(state.clone(), key, text, tx, cancel.clone()));
+    if stream {
+        let chunk = move |delta: Value, finish: Value| {
+            json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": MODEL_ID,
+                   "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+            .to_string()
+        };
+        let first = chunk(json!({"role": "assistant", "content": ""}), Value::Null);
+        // Dropping the response (client gone) drops `rx`; the guard cancels the turn.
+        let guard = cancel.drop_guard();
+        let events = futures::stream::unfold(
+            (rx, Some(first), false, guard),
+            move |(mut rx, first, done, guard)| {
+                let chunk = chunk.clone();
+                async move {
+                    if let Some(f) = first {
+                        return Some((
+                            Ok::<_, Infallible>(Event::default().data(f)),
+                            (rx, None, false, guard),
+                        ));
+                    }
+                    if done {
+                        return None;
+                    }
+                    let data = match rx.recv().await {
+                        Some(Piece::Delta(d)) => chunk(json!({"content": d}), Value::Null),
+                        Some(Piece::Done(_)) => {
+                            let stop = chunk(json!({}), Value::from("stop"));
+                            return Some((
+                                Ok(Event::default().data(stop)),
+                                (rx, None, true, guard),
+                            ));
+                        }
+                        Some(Piece::Failed(m)) => {
+                            let e = json!({"error": {"message": m, "type": "server_error"}});
+                            return Some((
+                                Ok(Event::default().data(e.to_string())),
+                                (rx, None, true, guard),
+                            ));
+                        }
+                        None => return None,
+                    };
+                    Some((Ok(Event::default().data(data)), (rx, None, false, guard)))
+                }
+            },
+        );
+        let done = futures::stream::once(async { Ok(Event::default().data("[DONE]")) });
+        use futures::StreamExt;
+        return Sse::new(events.chain(done)).into_response();
+    }
+    // A client that hangs up cancels its turn.
+    let _guard = cancel.drop_guard();
+    let mut rx = rx;
+    loop {
+        match rx.recv().await {
+            Some(Piece::Delta(_)) => {}
+            Some(Piece::Done(outcome)) => {
+                let body = json!({
+                    "id": id, "object": "chat.completion", "created": created, "model": MODEL_ID,
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": outcome.0},
+                                 "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": outcome.1, "completion_tokens": outcome.2,
+                              "total_tokens": outcome.1 + outcome.2}
+                });
+                return axum::Json(body).into_response();
+            }
+            Some(Piece::Failed(m)) => return error(StatusCode::BAD_GATEWAY, "server_error", &m),
+            None => {
+                return error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "server_error",
+                    "the turn ended without an answer",
+                );
+            }
+        }
+    }
+}
+
+/// What the turn task reports to the HTTP handler.
+enum Piece {
+    Delta(String),
+    /// (text, prompt tokens, completion tokens)
+    Done((String, u64, u64)),
+    Failed(String),
+}
+
+async fn run(
+    state: Arc<ApiState>,
+    key: Option<String>,
+    text: String,
+    tx: mpsc::UnboundedSender<Piece>,
+    cancel: CancellationToken,
+) {
+    let turn_lock = key.as_ref().map(|k| {
+        let mut turns = lock(&state.turns);
+        // Forget locks nobody holds any more, so the map stays as small as the live traffic.
+        turns.retain(|_, l| Arc::strong_count(l) > 1);
+        turns.entry(k.clone()).or_default().clone()
+    });
+    let _guard = match &turn_lock {
+        Some(l) => Some(l.lock().await),
+        None => None,
+    };
+    let mut agent = match open(&state, key.as_deref()).await {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = tx.send(Piece::Failed(format!("cannot open the conversation: {e}")));
+            return;
+        }
+    };
+    let (etx, mut erx) = mpsc::unbounded_channel::<AgentEvent>();
+    let out = tx.clone();
+    let forward = tokio::spawn(async move {
+        while let Some(ev) = erx.recv().await {
+            match ev {
+                AgentEvent::TextDelta(d) => {
+                    let _ = out.send(Piece::Delta(d));
+                }
+                AgentEvent::ApprovalNeeded { respond, .. } => {
+                    let _ = respond.send(ApprovalChoice::Deny);
+                }
+                _ => {}
+            }
+        }
+    });
+    let result = agent.run_turn(&text, &etx, &cancel).await;
+    drop(etx);
+    let _ = forward.await;
+    let piece = match result {
+        Ok(o) => Piece::Done((o.text, o.usage.input_tokens, o.usage.output_tokens)),
+        Err(e) => Piece::Failed(crate::security::redact::redact(&e.to_string())),
+    };
+    let _ = tx.send(piece);
+}
+
+async fn open(state: &ApiState, key: Option<&str>) -> Result<Agent, AgentError> {
+    let store = state.services.store.clone();
+    let existing = match key {
+        Some(k) => {
+            let k = k.to_string();
+            db(&store, move |s| {
+                Ok(match s.gateway_route(&k)? {
+                    Some(id) => s.session(&id)?,
+                    None => None,
+                })
+            })
+            .await
+            .map_err(AgentError::Internal)?
+        }
+        None => None,
+    };
+    let (services, client, options) = (
+        state.services.clone(),
+        state.client.clone(),
+        state.options.clone(),
+    );
+    match existing {
+        Some(row) => Agent::resume(services, client, row, options).await,
+        None => {
+            let agent = Agent::start(services, client, options).await?;
+            if let Some(k) = key {
+                let (k, id) = (k.to_string(), agent.session_id().to_string());
+                db(&store, move |s| s.gateway_set_route(&k, &id))
+                    .await
+                    .map_err(AgentError::Internal)?;
+            }
+            Ok(agent)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bearer_keys_compare_exactly() {
+        let mut h = HeaderMap::new();
+        assert!(!authorised(&h, "k1"));
+        h.insert("authorization", "Bearer k1".parse().unwrap());
+        assert!(authorised(&h, "k1"));
+        assert!(!authorised(&h, "k12"));
+        assert!(!authorised(&h, "k2"));
+        h.insert("authorization", "Basic k1".parse().unwrap());
+        assert!(!authorised(&h, "k1"));
+    }
+
+    #[test]
+    fn last_user_message_is_the_turn() {
+        let body = json!({"messages": [
+            {"role": "user", "content": "old"},
+            {"role": "assistant", "content": "a"},
+            {"role": "user", "content": [{"type": "text", "text": "new"}, {"type": "image_url"}]}
+        ]});
+        assert_eq!(last_user_text(&body).as_deref(), Some("new"));
+        assert_eq!(last_user_text(&json!({"messages": []})), None);
+        assert_eq!(last_user_text(&json!({"messages": "x"})), None);
+        assert_eq!(
+            last_user_text(&json!({"messages": [{"role": "user", "content": 5}]})),
+            None
+        );
+    }
+}

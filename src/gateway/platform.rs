@@ -1,0 +1,264 @@
+//! The platform boundary: the `PlatformAdapter` trait every chat platform implements, the inbound
+//! `MessageEvent` / `SessionSource` model (reference §12.2) and session keys (§12.3).
+//!
+//! Adding a platform is one file implementing [`PlatformAdapter`]; routing, ordering, chunking,
+//! the delivery ledger and hooks live in the runner, not in adapters.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Kind of chat a message came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ChatType {
+    #[default]
+    Dm,
+    Group,
+    Channel,
+    Thread,
+}
+
+impl ChatType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChatType::Dm => "dm",
+            ChatType::Group => "group",
+            ChatType::Channel => "channel",
+            ChatType::Thread => "thread",
+        }
+    }
+}
+
+/// Where a message came from (the subset of Python's `SessionSource` that applies here).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct SessionSource {
+    pub platform: String,
+    pub chat_id: String,
+    #[serde(default)]
+    pub chat_name: Option<String>,
+    #[serde(default)]
+    pub chat_type: ChatType,
+    #[serde(default)]
+    pub user_id: Option<String>,
+    #[serde(default)]
+    pub user_name: Option<String>,
+    /// Forum topic / thread id (Telegram `message_thread_id`).
+    #[serde(default)]
+    pub thread_id: Option<String>,
+    #[serde(default)]
+    pub is_bot: bool,
+}
+
+/// One inbound message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct MessageEvent {
+    pub text: String,
+    pub source: SessionSource,
+    /// The platform's message id (replies quote it).
+    #[serde(default)]
+    pub message_id: Option<String>,
+    /// The platform's delivery id (Telegram `update_id`): the exactly-once key.
+    pub platform_update_id: i64,
+    #[serde(default)]
+    pub reply_to_message_id: Option<String>,
+    /// Unix seconds.
+    #[serde(default)]
+    pub timestamp: f64,
+}
+
+impl MessageEvent {
+    /// `/cmd@bot args` → `Some(("cmd", "args"))`, command lower-cased, `@bot` suffix removed.
+    pub fn command(&self) -> Option<(String, String)> {
+        let rest = self.text.trim_start().strip_prefix('/')?;
+        let (head, args) = match rest.split_once(char::is_whitespace) {
+            Some((h, a)) => (h, a.trim()),
+            None => (rest, ""),
+        };
+        let name = head.split('@').next().unwrap_or("").to_lowercase();
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return None;
+        }
+        Some((name, args.to_string()))
+    }
+}
+
+/// Options for one outbound message.
+#[derive(Debug, Clone, Default)]
+pub struct SendOptions {
+    pub thread_id: Option<String>,
+    pub reply_to: Option<String>,
+}
+
+/// What a successful send returns: the platform's id of the new message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendResult {
+    pub message_id: String,
+}
+
+/// Why an adapter call failed; the runner decides what to do from the variant alone.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum AdapterError {
+    /// The platform asked us to slow down (HTTP 429); retry after the delay.
+    #[error("{platform} rate limit: retry after {retry_after:?}")]
+    RateLimited {
+        platform: String,
+        retry_after: Duration,
+    },
+    /// Network trouble, 5xx, conflicts: worth retrying with backoff.
+    #[error("{platform}: {message}")]
+    Retryable { platform: String, message: String },
+    /// Bad token, forbidden, chat not found: retrying cannot help.
+    #[error("{platform}: {message}")]
+    Terminal { platform: String, message: String },
+}
+
+impl AdapterError {
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, AdapterError::Terminal { .. })
+    }
+}
+
+/// A chat platform. Implementations hold no routing state: the runner passes the receive cursor
+/// (persisted in state.db) and owns everything above the wire.
+#[async_trait::async_trait]
+pub trait PlatformAdapter: Send + Sync {
+    /// Platform name as in config and session keys (`telegram`).
+    fn platform(&self) -> &str;
+    /// Longest message the platform accepts, in its own unit (see [`Self::message_len`]).
+    fn max_message_len(&self) -> usize;
+    /// Length of `text` in the platform's unit (Telegram: UTF-16 code units).
+    fn message_len(&self, text: &str) -> usize {
+        text.chars().count()
+    }
+    /// Whether sent messages can be edited (streaming by edits).
+    fn can_edit(&self) -> bool {
+        false
+    }
+    /// Checks credentials / opens connections.
+    async fn connect(&self) -> Result<(), AdapterError>;
+    async fn disconnect(&self) {}
+    /// Waits for the next batch of messages after `cursor` (long polling). An empty batch is normal.
+    async fn receive(&self, cursor: Option<i64>) -> Result<Vec<MessageEvent>, AdapterError>;
+    /// The cursor to pass after having durably recorded `event`.
+    fn cursor_after(&self, event: &MessageEvent) -> i64 {
+        event.platform_update_id + 1
+    }
+    async fn send(
+        &self,
+        chat_id: &str,
+        text: &str,
+        options: &SendOptions,
+    ) -> Result<SendResult, AdapterError>;
+    async fn edit(&self, chat_id: &str, message_id: &str, text: &str) -> Result<(), AdapterError>;
+    async fn delete(&self, chat_id: &str, message_id: &str) -> Result<(), AdapterError>;
+    /// Shows "typing…" for a few seconds.
+    async fn typing(&self, chat_id: &str) -> Result<(), AdapterError>;
+}
+
+/// Session key rules (reference §12.3), namespace `agent:main`.
+pub fn build_session_key(source: &SessionSource, group_sessions_per_user: bool) -> String {
+    let ns = "agent:main";
+    let p = &source.platform;
+    let mut key = match source.chat_type {
+        ChatType::Dm => {
+            let id = if !source.chat_id.is_empty() {
+                Some(source.chat_id.as_str())
+            } else {
+                source.user_id.as_deref()
+            };
+            match id {
+                Some(id) => format!("{ns}:{p}:dm:{id}"),
+                None => format!("{ns}:{p}:dm"),
+            }
+        }
+        other => {
+            let mut k = format!("{ns}:{p}:{}", other.as_str());
+            if !source.chat_id.is_empty() {
+                k.push(':');
+                k.push_str(&source.chat_id);
+            }
+            k
+        }
+    };
+    if let Some(thread) = &source.thread_id {
+        key.push(':');
+        key.push_str(thread);
+    }
+    // Threads are shared by default; per-user sessions only in un-threaded groups.
+    if source.chat_type != ChatType::Dm
+        && group_sessions_per_user
+        && source.thread_id.is_none()
+        && let Some(user) = &source.user_id
+    {
+        key.push(':');
+        key.push_str(user);
+    }
+    key
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn src(
+        chat_type: ChatType,
+        chat: &str,
+        user: Option<&str>,
+        thread: Option<&str>,
+    ) -> SessionSource {
+        SessionSource {
+            platform: "telegram".into(),
+            chat_id: chat.into(),
+            chat_type,
+            user_id: user.map(String::from),
+            thread_id: thread.map(String::from),
+            ..SessionSource::default()
+        }
+    }
+
+    #[test]
+    fn session_keys_follow_the_reference_rules() {
+        let dm = src(ChatType::Dm, "42", Some("42"), None);
+        assert_eq!(build_session_key(&dm, true), "agent:main:telegram:dm:42");
+        let dm_thread = src(ChatType::Dm, "42", Some("42"), Some("7"));
+        assert_eq!(
+            build_session_key(&dm_thread, true),
+            "agent:main:telegram:dm:42:7"
+        );
+        let dm_no_chat = src(ChatType::Dm, "", Some("9"), None);
+        assert_eq!(
+            build_session_key(&dm_no_chat, true),
+            "agent:main:telegram:dm:9"
+        );
+        let group = src(ChatType::Group, "-100", Some("5"), None);
+        assert_eq!(
+            build_session_key(&group, true),
+            "agent:main:telegram:group:-100:5"
+        );
+        assert_eq!(
+            build_session_key(&group, false),
+            "agent:main:telegram:group:-100"
+        );
+        let topic = src(ChatType::Group, "-100", Some("5"), Some("3"));
+        assert_eq!(
+            build_session_key(&topic, true),
+            "agent:main:telegram:group:-100:3"
+        );
+    }
+
+    #[test]
+    fn commands_are_parsed_like_python() {
+        let mut e = MessageEvent {
+            text: "/New@MyBot  now please".into(),
+            ..MessageEvent::default()
+        };
+        assert_eq!(e.command(), Some(("new".into(), "now please".into())));
+        e.text = "hello /new".into();
+        assert_eq!(e.command(), None);
+        e.text = "/".into();
+        assert_eq!(e.command(), None);
+        e.text = "/../etc".into();
+        assert_eq!(e.command(), None);
+    }
+}

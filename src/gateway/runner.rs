@@ -1,0 +1,463 @@
+//! The gateway runner: supervises each platform adapter (connect, long-poll, reconnect with
+//! backoff, terminal vs retryable errors, health in state.db), records every inbound update
+//! before acting on it (duplicates ignored, also across restarts), authorises senders, handles
+//! the control commands that must bypass a busy session (`/stop`, `/approve`, `/deny`) and routes
+//! everything else to the session's FIFO inbox. On start it first finishes what a previous run
+//! left: pending deliveries, then accepted-but-unanswered messages.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{AgentOptions, Services};
+use crate::gateway::hooks::{CommandDecision, Hooks};
+use crate::gateway::ledger::{InboundRecord, OutboundRow, db, send_with_retry};
+use crate::gateway::platform::{
+    AdapterError, MessageEvent, PlatformAdapter, SendOptions, build_session_key,
+};
+use crate::gateway::session::{SessionControl, deliver_row, lock, run_worker};
+use crate::llm::LlmClient;
+use crate::security::approval::ApprovalChoice;
+
+/// Refusals to one unknown user are sent at most this often.
+const REFUSAL_INTERVAL: Duration = Duration::from_secs(600);
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// Pending deliveries (e.g. after a rate-limit storm) are retried this often.
+const SWEEP_INTERVAL: Duration = Duration::from_secs(30);
+
+/// Gateway knobs from config.yaml `gateway:` and `approvals.timeout`.
+#[derive(Debug, Clone)]
+pub struct GatewaySettings {
+    pub approval_timeout: Duration,
+    /// Idle session agents are dropped from memory after this long.
+    pub idle_evict: Duration,
+    pub group_sessions_per_user: bool,
+    /// Preview answers by editing one message (platforms that can edit).
+    pub streaming: bool,
+    pub stream_interval: Duration,
+}
+
+impl GatewaySettings {
+    pub fn from_config(config: &crate::config::Config) -> Self {
+        let gw = config.raw.get("gateway");
+        let num = |k: &str| gw.and_then(|g| g.get(k)).and_then(|v| v.as_f64());
+        GatewaySettings {
+            approval_timeout: Duration::from_secs(config.approvals.timeout.max(1)),
+            idle_evict: Duration::from_secs_f64(
+                num("session_idle_seconds").unwrap_or(600.0).max(1.0),
+            ),
+            group_sessions_per_user: gw
+                .and_then(|g| g.get("group_sessions_per_user"))
+                .and_then(|v| v.as_bool())
+                .unwrap_or(true),
+            streaming: gw
+                .and_then(|g| g.get("streaming"))
+                .and_then(|v| v.as_bool())
+                .unwrap_or(false),
+            stream_interval: Duration::from_millis(
+                num("stream_interval_ms").unwrap_or(1000.0).max(50.0) as u64,
+            ),
+        }
+    }
+}
+
+/// Who may talk to the agent on one platform.
+#[derive(Debug, Clone, Default)]
+pub struct Authorizer {
+    pub allow_all: bool,
+    pub users: HashSet<String>,
+}
+
+impl Authorizer {
+    /// `<PLATFORM>_ALLOWED_USERS` (comma list), `<PLATFORM>_ALLOW_ALL_USERS`,
+    /// `GATEWAY_ALLOW_ALL_USERS`. With none of them set nobody is allowed (deny by default).
+    pub fn from_config(config: &crate::config::Config, platform: &str) -> Self {
+        let up = platform.to_uppercase();
+        let truthy = |k: &str| {
+            config
+                .env
+                .get(k)
+                .is_some_and(|v| matches!(v.trim().to_lowercase().as_str(), "1" | "true" | "yes"))
+        };
+        let users = config
+            .env
+            .get(&format!("{up}_ALLOWED_USERS"))
+            .unwrap_or("")
+            .split(',')
+            .map(|u| u.trim().to_string())
+            .filter(|u| !u.is_empty())
+            .collect();
+        Authorizer {
+            allow_all: truthy(&format!("{up}_ALLOW_ALL_USERS"))
+                || truthy("GATEWAY_ALLOW_ALL_USERS"),
+            users,
+        }
+    }
+
+    pub fn allows(&self, user_id: Option<&str>) -> bool {
+        self.allow_all || user_id.is_some_and(|u| self.users.contains(u))
+    }
+}
+
+/// A live session: its inbox and controls.
+pub struct SessionHandle {
+    pub inbox: mpsc::UnboundedSender<MessageEvent>,
+    pub control: Arc<SessionControl>,
+}
+
+/// Everything one platform's intake and its session workers share.
+pub struct PlatformCtx {
+    pub adapter: Arc<dyn PlatformAdapter>,
+    pub services: Arc<Services>,
+    pub client: Arc<dyn LlmClient>,
+    pub agent_options: AgentOptions,
+    pub settings: GatewaySettings,
+    pub auth: Authorizer,
+    pub hooks: Arc<Hooks>,
+    pub sessions: Mutex<HashMap<String, SessionHandle>>,
+    pub shutdown: CancellationToken,
+    /// Ledger rows being delivered right now (the sweep must not send them a second time).
+    in_flight: Mutex<HashSet<i64>>,
+    refused: Mutex<HashMap<String, Instant>>,
+}
+
+impl PlatformCtx {
+    pub fn new(
+        adapter: Arc<dyn PlatformAdapter>,
+        services: Arc<Services>,
+        client: Arc<dyn LlmClient>,
+        agent_options: AgentOptions,
+        hooks: Arc<Hooks>,
+        shutdown: CancellationToken,
+    ) -> Self {
+        // Sessions are labelled with their platform; someone in the chat can answer approvals.
+        let mut agent_options = agent_options;
+        agent_options.source = adapter.platform().to_string();
+        agent_options.interactive = true;
+        let settings = GatewaySettings::from_config(&services.config);
+        let auth = Authorizer::from_config(&services.config, adapter.platform());
+        PlatformCtx {
+            adapter,
+            services,
+            client,
+            agent_options,
+            settings,
+            auth,
+            hooks,
+            sessions: Mutex::new(HashMap::new()),
+            shutdown,
+            in_flight: Mutex::new(HashSet::new()),
+            refused: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Delivers a ledger row unless another task is already delivering it.
+    pub async fn deliver_tracked(&self, row: OutboundRow) {
+        let id = row.id;
+        if !lock(&self.in_flight).insert(id) {
+            return;
+        }
+        deliver_row(self, row).await;
+        lock(&self.in_flight).remove(&id);
+    }
+
+    async fn state(&self, key: &str, value: String) {
+        let key = format!("{}.{key}", self.adapter.platform());
+        if let Err(e) = db(&self.services.store, move |s| {
+            s.gateway_set_state(&key, &value)
+        })
+        .await
+        {
+            tracing::warn!(error = %e, "cannot record gateway state");
+        }
+    }
+
+    async fn notify(&self, event: &MessageEvent, text: &str) {
+        let options = SendOptions {
+            thread_id: event.source.thread_id.clone(),
+            reply_to: event.message_id.clone(),
+        };
+        let chat = &event.source.chat_id;
+        if let Err(e) = send_with_retry(self.adapter.as_ref(), chat, text, &options).await {
+            tracing::warn!(chat, error = %e, "cannot send a notice");
+        }
+    }
+
+    /// Puts an accepted message in its session's inbox (spawning the worker if needed).
+    fn dispatch(self: &Arc<Self>, key: String, event: MessageEvent) -> usize {
+        let mut sessions = lock(&self.sessions);
+        let handle = sessions.entry(key.clone()).or_insert_with(|| {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let control = Arc::new(SessionControl::default());
+            tokio::spawn(run_worker(self.clone(), key.clone(), rx, control.clone()));
+            SessionHandle { inbox: tx, control }
+        });
+        let ahead = handle.control.queued.fetch_add(1, Ordering::SeqCst)
+            + usize::from(handle.control.busy.load(Ordering::SeqCst));
+        if handle.inbox.send(event).is_err() {
+            // The worker is gone (shutdown): the message stays queued in state.db for next start.
+            handle.control.queued.fetch_sub(1, Ordering::SeqCst);
+            sessions.remove(&key);
+            return 0;
+        }
+        ahead
+    }
+
+    fn control(&self, key: &str) -> Option<Arc<SessionControl>> {
+        lock(&self.sessions).get(key).map(|h| h.control.clone())
+    }
+
+    /// Takes one inbound event from the wire: record first, then act.
+    async fn intake(self: &Arc<Self>, mut event: MessageEvent) -> Result<(), String> {
+        let platform = self.adapter.platform().to_string();
+        let key = build_session_key(&event.source, self.settings.group_sessions_per_user);
+        let authorised = self.auth.allows(event.source.user_id.as_deref());
+        let mut command = event.command();
+        if authorised && let Some((name, args)) = command.clone() {
+            let ctx = json!({"platform": platform, "user_id": event.source.user_id,
+                             "command": name, "raw_command": event.text, "args": args, "raw_args": args});
+            match self.hooks.command(&name, ctx).await {
+                CommandDecision::Allow => {}
+                CommandDecision::Deny(msg) | CommandDecision::Handled(msg) => {
+                    if self.record(&key, &event, false).await? {
+                        self.notify(&event, &msg).await;
+                    }
+                    return Ok(());
+                }
+                CommandDecision::Rewrite(text) => {
+                    event.text = text;
+                    command = event.command();
+                }
+            }
+        }
+        let control_cmd = command
+            .as_ref()
+            .map(|(n, _)| n.as_str())
+            .filter(|n| matches!(*n, "stop" | "approve" | "deny" | "yes" | "no"));
+        let queued = authorised && !event.text.is_empty() && control_cmd.is_none();
+        if !self.record(&key, &event, queued).await? {
+            tracing::info!(
+                update_id = event.platform_update_id,
+                "duplicate update ignored"
+            );
+            return Ok(());
+        }
+        if event.text.is_empty() {
+            return Ok(());
+        }
+        if !authorised {
+            let user = event.source.user_id.clone().unwrap_or_default();
+            let now = Instant::now();
+            let recent = {
+                let mut refused = lock(&self.refused);
+                refused.retain(|_, t| now.duration_since(*t) < REFUSAL_INTERVAL);
+                let seen = refused.contains_key(&user);
+                if !seen {
+                    refused.insert(user.clone(), now);
+                }
+                seen
+            };
+            tracing::warn!(%platform, %user, "message from an unauthorised user refused");
+            if !recent {
+                let text = format!(
+                    "Sorry, you are not authorised to use this bot. Ask its owner to add your user id ({user}) to {}_ALLOWED_USERS.",
+                    platform.to_uppercase()
+                );
+                self.notify(&event, &text).await;
+            }
+            return Ok(());
+        }
+        if let Some(name) = control_cmd {
+            let control = self.control(&key);
+            let reply = match name {
+                "stop" => match control.map(|c| c.stop()) {
+                    Some(true) => "Stopping the current turn.",
+                    _ => "Nothing is running.",
+                },
+                _ => {
+                    let choice = if matches!(name, "approve" | "yes") {
+                        ApprovalChoice::Once
+                    } else {
+                        ApprovalChoice::Deny
+                    };
+                    match control.map(|c| c.answer(choice)) {
+                        Some(true) if choice == ApprovalChoice::Deny => "Denied.",
+                        Some(true) => "Approved.",
+                        _ => "Nothing is waiting for approval.",
+                    }
+                }
+            };
+            self.notify(&event, reply).await;
+            return Ok(());
+        }
+        let ahead = self.dispatch(key, event.clone());
+        if ahead > 0 {
+            let text = format!("Queued (#{ahead} in line); I will answer after the current reply.");
+            self.notify(&event, &text).await;
+        }
+        Ok(())
+    }
+
+    async fn record(&self, key: &str, event: &MessageEvent, queued: bool) -> Result<bool, String> {
+        let rec = InboundRecord {
+            platform: self.adapter.platform().to_string(),
+            update_id: event.platform_update_id,
+            chat_id: event.source.chat_id.clone(),
+            session_key: key.to_string(),
+            event_json: serde_json::to_string(event).map_err(|e| e.to_string())?,
+        };
+        db(&self.services.store, move |s| {
+            s.gateway_record_inbound(&rec, queued)
+        })
+        .await
+    }
+
+    /// Finishes a previous run's work: pending deliveries, then queued messages.
+    async fn recover(self: &Arc<Self>) -> Result<(), String> {
+        let platform = self.adapter.platform().to_string();
+        let p = platform.clone();
+        let pending = db(&self.services.store, move |s| {
+            s.gateway_pending_outbound(&p)
+        })
+        .await?;
+        for row in pending {
+            self.deliver_tracked(row).await;
+        }
+        let queued = db(&self.services.store, move |s| {
+            s.gateway_queued_inbound(&platform)
+        })
+        .await?;
+        for rec in queued {
+            match serde_json::from_str::<MessageEvent>(&rec.event_json) {
+                Ok(event) => {
+                    self.dispatch(rec.session_key, event);
+                }
+                Err(e) => {
+                    tracing::error!(update_id = rec.update_id, error = %e, "unreadable queued message skipped")
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn sweep(self: &Arc<Self>) {
+        let p = self.adapter.platform().to_string();
+        match db(&self.services.store, move |s| {
+            s.gateway_pending_outbound(&p)
+        })
+        .await
+        {
+            Ok(rows) => {
+                for row in rows {
+                    let ctx = self.clone();
+                    tokio::spawn(async move { ctx.deliver_tracked(row).await });
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot list pending deliveries"),
+        }
+    }
+}
+
+/// Runs one platform until shutdown or a terminal error.
+pub async fn supervise(ctx: Arc<PlatformCtx>) -> Result<(), AdapterError> {
+    let platform = ctx.adapter.platform().to_string();
+    let mut backoff = Duration::from_secs(1);
+    loop {
+        let connected = tokio::select! {
+            _ = ctx.shutdown.cancelled() => return Ok(()),
+            r = ctx.adapter.connect() => r,
+        };
+        match connected {
+            Ok(()) => break,
+            Err(e) if e.is_terminal() => {
+                ctx.state("status", format!("stopped: {e}")).await;
+                return Err(e);
+            }
+            Err(e) => {
+                ctx.state("status", format!("reconnecting: {e}")).await;
+                tracing::warn!(%platform, error = %e, ?backoff, "connect failed; retrying");
+                tokio::select! {
+                    _ = ctx.shutdown.cancelled() => return Ok(()),
+                    _ = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+        }
+    }
+    ctx.state("status", "connected".into()).await;
+    ctx.state("pid", std::process::id().to_string()).await;
+    if let Err(e) = ctx.recover().await {
+        tracing::error!(%platform, error = %e, "recovery of the previous run failed");
+    }
+    let cursor_key = format!("{platform}.cursor");
+    let ck = cursor_key.clone();
+    let mut cursor: Option<i64> = db(&ctx.services.store, move |s| s.gateway_get_state(&ck))
+        .await
+        .ok()
+        .flatten()
+        .and_then(|v| v.parse().ok());
+    let mut backoff = Duration::from_secs(1);
+    let mut last_sweep = Instant::now();
+    loop {
+        let received = tokio::select! {
+            _ = ctx.shutdown.cancelled() => break,
+            r = ctx.adapter.receive(cursor) => r,
+        };
+        match received {
+            Ok(events) => {
+                backoff = Duration::from_secs(1);
+                ctx.state("last_ok", format!("{:.3}", crate::gateway::unix_now()))
+                    .await;
+                let mut advanced = false;
+                for event in events {
+                    let next = ctx.adapter.cursor_after(&event);
+                    if let Err(e) = ctx.intake(event).await {
+                        // Not recorded: do not move the cursor past it, it comes back next poll.
+                        tracing::error!(%platform, error = %e, "cannot record an inbound message");
+                        break;
+                    }
+                    cursor = Some(next);
+                    advanced = true;
+                }
+                if advanced && let Some(c) = cursor {
+                    let (k, v) = (cursor_key.clone(), c.to_string());
+                    if let Err(e) =
+                        db(&ctx.services.store, move |s| s.gateway_set_state(&k, &v)).await
+                    {
+                        tracing::warn!(error = %e, "cannot persist the poll cursor");
+                    }
+                }
+                if last_sweep.elapsed() >= SWEEP_INTERVAL {
+                    last_sweep = Instant::now();
+                    ctx.sweep().await;
+                }
+            }
+            Err(e) if e.is_terminal() => {
+                ctx.state("status", format!("stopped: {e}")).await;
+                tracing::error!(%platform, error = %e, "adapter stopped");
+                return Err(e);
+            }
+            Err(e) => {
+                let delay = match &e {
+                    AdapterError::RateLimited { retry_after, .. } => *retry_after,
+                    _ => backoff,
+                };
+                ctx.state("last_error", e.to_string()).await;
+                tracing::warn!(%platform, error = %e, ?delay, "poll failed; retrying");
+                tokio::select! {
+                    _ = ctx.shutdown.cancelled() => break,
+                    _ = tokio::time::sleep(delay) => {}
+                }
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+        }
+    }
+    ctx.state("status", "stopped".into()).await;
+    ctx.adapter.disconnect().await;
+    Ok(())
+}

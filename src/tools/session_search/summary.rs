@@ -1,0 +1,132 @@
+//! Optional summary of session_search hits by an auxiliary model, configured under
+//! `auxiliary.session_search` (`model`, and optionally `provider`, `base_url`, `api_key`,
+//! `timeout` seconds). Off unless a model is set. A summary that fails or times out leaves the
+//! results as they are, with a note; the search itself never fails because of it.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::Value;
+
+use crate::config::Config;
+use crate::llm::provider::{ProviderFlags, ResolveInputs};
+use crate::llm::{ChatRequest, LlmEvent, Message};
+
+const TEMPLATE: &str = include_str!("../../prompts/session_search_summary.md.j2");
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Most characters of results sent to the summariser.
+const MAX_INPUT_CHARS: usize = 24_000;
+
+/// `auxiliary.session_search` when a model is configured.
+#[derive(Debug, Clone)]
+pub struct SummaryConfig {
+    pub flags: ProviderFlags,
+    pub timeout: Duration,
+}
+
+fn text(v: Option<&Value>) -> Option<String> {
+    v.and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty() && *s != "auto")
+        .map(str::to_string)
+}
+
+pub fn config(cfg: &Config) -> Option<SummaryConfig> {
+    let aux = cfg.raw.get("auxiliary")?.get("session_search")?;
+    let model = text(aux.get("model"))?;
+    let timeout = aux
+        .get("timeout")
+        .and_then(|t| {
+            t.as_f64()
+                .or_else(|| t.as_str().and_then(|s| s.trim().parse().ok()))
+        })
+        .filter(|t| t.is_finite() && *t > 0.0 && *t <= 600.0)
+        .map(Duration::from_secs_f64)
+        .unwrap_or(DEFAULT_TIMEOUT);
+    Some(SummaryConfig {
+        flags: ProviderFlags {
+            provider: text(aux.get("provider")),
+            model: Some(model),
+            base_url: text(aux.get("base_url")),
+            api_key: text(aux.get("api_key")),
+        },
+        timeout,
+    })
+}
+
+/// Asks the auxiliary model for a summary of `results` (the discover JSON).
+pub async fn summarize(
+    cfg: &Config,
+    sc: &SummaryConfig,
+    query: &str,
+    results: &Value,
+) -> Result<String, String> {
+    let provider = crate::llm::provider::resolve(ResolveInputs {
+        flags: &sc.flags,
+        config: cfg,
+        probe_timeout: Duration::from_secs(1),
+    })
+    .await
+    .map_err(|e| format!("auxiliary.session_search: {e}"))?;
+    let client = crate::llm::client_for(&provider).map_err(|e| e.to_string())?;
+    let results_text = serde_json::to_string_pretty(results).unwrap_or_default();
+    let results_text = crate::util::truncate_chars(&results_text, MAX_INPUT_CHARS);
+    let prompt = render(query, results_text).map_err(|e| format!("summary prompt: {e}"))?;
+    let request = ChatRequest {
+        model: provider.model.clone(),
+        system: String::new(),
+        messages: vec![Message::user(prompt)],
+        tools: Vec::new(),
+        max_tokens: Some(1_024),
+        temperature: None,
+    };
+    let call = async {
+        let mut stream = client.stream(request).await.map_err(|e| e.to_string())?;
+        while let Some(event) = stream.next().await {
+            if let LlmEvent::Done(response) = event.map_err(|e| e.to_string())? {
+                return Ok(response.message.content.unwrap_or_default());
+            }
+        }
+        Err("the summary stream ended without an answer".to_string())
+    };
+    match tokio::time::timeout(sc.timeout, call).await {
+        Ok(Ok(text)) if !text.trim().is_empty() => Ok(text.trim().to_string()),
+        Ok(Ok(_)) => Err("the summary model returned nothing".into()),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(format!("the summary took longer than {:?}", sc.timeout)),
+    }
+}
+
+fn render(query: &str, results: &str) -> Result<String, minijinja::Error> {
+    let mut env = minijinja::Environment::new();
+    env.add_template("summary", TEMPLATE)?;
+    env.get_template("summary")?
+        .render(minijinja::context! { query => query, results => results })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{EnvVars, HermesHome};
+
+    #[test]
+    fn off_unless_a_model_is_set() {
+        let home = tempfile::tempdir().unwrap();
+        let mut cfg = Config::defaults(HermesHome::new(home.path()), EnvVars::default());
+        assert!(config(&cfg).is_none());
+        cfg.raw =
+            serde_json::json!({"auxiliary": {"session_search": {"model": "", "provider": "auto"}}});
+        assert!(config(&cfg).is_none());
+        cfg.raw =
+            serde_json::json!({"auxiliary": {"session_search": {"model": "small", "timeout": 5}}});
+        let sc = config(&cfg).unwrap();
+        assert_eq!(sc.flags.model.as_deref(), Some("small"));
+        assert_eq!(sc.flags.provider, None);
+        assert_eq!(sc.timeout, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn prompt_snapshot() {
+        insta::assert_snapshot!(render("capybara release", "{\"results\": []}").unwrap());
+    }
+}

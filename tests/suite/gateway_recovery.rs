@@ -1,0 +1,69 @@
+//! Exactly-once delivery across crashes: SIGKILL after the model answered but before the send
+//! went out → the restarted gateway sends it once; SIGKILL after the send → nothing is resent.
+
+use std::time::{Duration, Instant};
+
+use super::gateway_support::Gw;
+use crate::support::mock_llm::Reply;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+#[test]
+fn killed_before_send_delivers_once_after_restart() {
+    let mut gw = Gw::new([Reply::text("the answer")]);
+    gw.start();
+    gw.tg.stall_sends(true);
+    gw.tg.push_text(42, "question");
+    gw.wait_ledger(|l| l == ["pending"]);
+    gw.kill();
+    gw.tg.stall_sends(false);
+    assert!(gw.tg.sends().is_empty());
+    gw.start();
+    gw.tg.wait_sends(WAIT, |s| !s.is_empty());
+    gw.wait_ledger(|l| l == ["sent"]);
+    gw.settle(3);
+    let sends = gw.tg.sends();
+    assert_eq!(sends.len(), 1, "{sends:?}");
+    assert_eq!(sends[0].text, "the answer");
+    assert!(
+        sends[0].reply_to.is_some(),
+        "the recovered answer still quotes the question"
+    );
+    assert_eq!(gw.llm.request_count(), 1, "the turn is not run again");
+}
+
+#[test]
+fn killed_after_send_sends_nothing_again() {
+    let mut gw = Gw::new([Reply::text("sent already")]);
+    gw.start();
+    gw.tg.push_text(42, "question");
+    gw.tg.wait_sends(WAIT, |s| !s.is_empty());
+    gw.wait_ledger(|l| l == ["sent"]);
+    gw.kill();
+    gw.start();
+    gw.settle(3);
+    assert_eq!(gw.tg.sends().len(), 1);
+    assert_eq!(gw.llm.request_count(), 1);
+}
+
+#[test]
+fn killed_mid_turn_the_accepted_message_is_answered_after_restart() {
+    // The first model call is slow; the gateway dies during it. The message was accepted
+    // (recorded) so the restarted gateway runs the turn again rather than losing it.
+    let mut gw = Gw::new([
+        Reply::text("too late").delay(Duration::from_secs(30)),
+        Reply::text("answered"),
+    ]);
+    gw.start();
+    gw.tg.push_text(42, "question");
+    let start = Instant::now();
+    while gw.llm.request_count() == 0 {
+        assert!(start.elapsed() < WAIT, "the turn never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    gw.kill();
+    gw.start();
+    let sends = gw.tg.wait_sends(WAIT, |s| !s.is_empty());
+    assert_eq!(sends.len(), 1);
+    assert_eq!(sends[0].text, "answered");
+}

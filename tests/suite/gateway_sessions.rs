@@ -1,0 +1,164 @@
+//! Per-chat ordering and parallelism, the FIFO inbox while a turn runs, `/stop`, and approval of
+//! dangerous commands in a chat (`/approve`, `/deny`, timeout).
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::gateway_support::Gw;
+use crate::support::fake_telegram::Sent;
+use crate::support::mock_llm::Reply;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+#[test]
+fn hundred_messages_across_twenty_chats_are_all_answered_in_order() {
+    let mut gw = Gw::new((0..100).map(|_| Reply::text("ok")));
+    // Queue everything first: the gateway's first poll gets all 100 at once.
+    for round in 0..5 {
+        for chat in 100..120 {
+            gw.tg.push_text(chat, &format!("message {round}"));
+        }
+    }
+    gw.start();
+    let sends = gw.tg.wait_sends(Duration::from_secs(60), |s| {
+        s.iter().filter(|m| m.text == "ok").count() >= 100
+    });
+    let answers: Vec<&Sent> = sends.iter().filter(|m| m.text == "ok").collect();
+    assert_eq!(answers.len(), 100);
+    for chat in 100..120 {
+        let replies: Vec<i64> = answers
+            .iter()
+            .filter(|a| a.chat_id == chat)
+            .filter_map(|a| a.reply_to)
+            .collect();
+        assert_eq!(replies.len(), 5, "chat {chat}: {replies:?}");
+        assert!(
+            replies.windows(2).all(|w| w[0] < w[1]),
+            "chat {chat} answered out of order: {replies:?}"
+        );
+    }
+    assert_eq!(gw.llm.request_count(), 100);
+    // Each chat is its own session; its five user messages are stored in order.
+    let db = gw.env.db();
+    let mut stmt = db
+        .prepare("SELECT m.content FROM messages m JOIN sessions s ON s.id = m.session_id WHERE s.source = 'telegram' AND m.role = 'user' ORDER BY m.session_id, m.id")
+        .unwrap();
+    let contents: Vec<String> = stmt
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(contents.len(), 100);
+    for chunk in contents.chunks(5) {
+        let want: Vec<String> = (0..5).map(|i| format!("message {i}")).collect();
+        assert_eq!(chunk, want.as_slice());
+    }
+}
+
+#[test]
+fn messages_sent_during_a_turn_are_queued_acknowledged_and_answered_in_order() {
+    let mut gw = Gw::new([
+        Reply::text("first").delay(Duration::from_millis(1500)),
+        Reply::text("second"),
+        Reply::text("third"),
+        Reply::text("fourth"),
+    ]);
+    gw.start();
+    gw.tg.push_text(42, "one");
+    let start = Instant::now();
+    while gw.llm.request_count() == 0 {
+        assert!(start.elapsed() < WAIT);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for t in ["two", "three", "four"] {
+        gw.tg.push_text(42, t);
+    }
+    let sends = gw
+        .tg
+        .wait_sends(WAIT, |s| s.iter().any(|m| m.text == "fourth"));
+    let acks = sends
+        .iter()
+        .filter(|m| m.text.starts_with("Queued"))
+        .count();
+    assert_eq!(acks, 3, "{sends:#?}");
+    let answers: Vec<&str> = sends
+        .iter()
+        .map(|m| m.text.as_str())
+        .filter(|t| !t.starts_with("Queued"))
+        .collect();
+    assert_eq!(answers, ["first", "second", "third", "fourth"]);
+}
+
+#[test]
+fn stop_interrupts_the_running_turn() {
+    let mut gw = Gw::new([
+        Reply::text("never").delay(Duration::from_secs(30)),
+        Reply::text("next"),
+    ]);
+    gw.start();
+    gw.tg.push_text(42, "long job");
+    let start = Instant::now();
+    while gw.llm.request_count() == 0 {
+        assert!(start.elapsed() < WAIT);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    gw.tg.push_text(42, "/stop");
+    let sends = gw.tg.wait_sends(WAIT, |s| s.len() >= 2);
+    assert!(
+        sends.iter().any(|m| m.text == "Stopping the current turn."),
+        "{sends:#?}"
+    );
+    gw.tg.push_text(42, "after");
+    let sends = gw
+        .tg
+        .wait_sends(WAIT, |s| s.iter().any(|m| m.text == "next"));
+    assert!(!sends.iter().any(|m| m.text == "never"));
+}
+
+#[test]
+fn dangerous_command_waits_for_approve_and_deny_or_timeout_refuse() {
+    let rm = || json!({"command": "rm -rf build"});
+    let mut gw = Gw::new([
+        Reply::tool_call("c1", "terminal", rm()),
+        Reply::text("after deny"),
+        Reply::tool_call("c2", "terminal", rm()),
+        Reply::text("after timeout"),
+        Reply::tool_call("c3", "terminal", rm()),
+        Reply::text("after approve"),
+    ]);
+    gw.config("approvals:\n  timeout: 2\n");
+    let victim = gw.env.write("build/keep.txt", "precious\n");
+    gw.start();
+    let asked = |s: &[Sent], n: usize| {
+        s.iter()
+            .filter(|m| m.text.contains("Approval needed"))
+            .count()
+            >= n
+    };
+
+    gw.tg.push_text(42, "clean up (deny)");
+    gw.tg.wait_sends(WAIT, |s| asked(s, 1));
+    gw.tg.push_text(42, "/deny");
+    gw.tg
+        .wait_sends(WAIT, |s| s.iter().any(|m| m.text == "after deny"));
+    assert!(victim.exists());
+    assert!(gw.tg.sends().iter().any(|m| m.text == "Denied."));
+
+    gw.tg.push_text(42, "clean up (no answer)");
+    gw.tg.wait_sends(WAIT, |s| asked(s, 2));
+    let sends = gw
+        .tg
+        .wait_sends(WAIT, |s| s.iter().any(|m| m.text == "after timeout"));
+    assert!(sends.iter().any(|m| m.text.contains("No answer in time")));
+    assert!(victim.exists(), "a timeout refuses");
+
+    gw.tg.push_text(42, "clean up (approve)");
+    gw.tg.wait_sends(WAIT, |s| asked(s, 3));
+    gw.tg.push_text(42, "/approve");
+    gw.tg
+        .wait_sends(WAIT, |s| s.iter().any(|m| m.text == "after approve"));
+    assert!(!victim.exists(), "approved command ran");
+    // An unauthorised user cannot approve anything.
+    assert!(gw.tg.sends_to(666).is_empty());
+}

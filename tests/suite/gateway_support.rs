@@ -1,0 +1,128 @@
+//! Shared fixture for the gateway tests: a fake Telegram, the scripted mock LLM and the real
+//! `hermes gateway run` as a child process the test can stop with SIGTERM or SIGKILL.
+
+use std::process::{Child, ExitStatus};
+use std::time::{Duration, Instant};
+
+use crate::support::fake_telegram::{FakeTelegram, TOKEN};
+use crate::support::harness::TestEnv;
+use crate::support::mock_llm::{MockLlm, Reply};
+
+/// Users allowed by default: 42 and 100..=119.
+pub fn allowed_users() -> String {
+    let mut users = vec!["42".to_string()];
+    users.extend((100..120).map(|u| u.to_string()));
+    users.join(",")
+}
+
+pub struct Gw {
+    pub env: TestEnv,
+    pub tg: FakeTelegram,
+    pub llm: MockLlm,
+    child: Option<Child>,
+}
+
+impl Gw {
+    pub fn new(script: impl IntoIterator<Item = Reply>) -> Gw {
+        Gw {
+            env: TestEnv::new(),
+            tg: FakeTelegram::start(),
+            llm: MockLlm::with_script(script),
+            child: None,
+        }
+    }
+
+    pub fn config(&self, yaml: &str) {
+        std::fs::write(self.env.home_path().join("config.yaml"), yaml).unwrap();
+    }
+
+    /// Starts `hermes gateway run` and waits until it polls.
+    pub fn start(&mut self) {
+        assert!(self.child.is_none(), "already running");
+        let polls = self.tg.get_updates_count();
+        let child = self
+            .env
+            .spawnable(&self.llm.base_url(), &["gateway", "run"])
+            .env("TELEGRAM_BOT_TOKEN", TOKEN)
+            .env("TELEGRAM_ALLOWED_USERS", allowed_users())
+            .env("TELEGRAM_API_BASE_URL", self.tg.base_url())
+            .env("TELEGRAM_POLL_TIMEOUT", "1")
+            .env("HERMES_RETRY_BASE_DELAY_MS", "5")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        self.tg.wait_polls(polls, 1, Duration::from_secs(20));
+    }
+
+    fn signal(&mut self, sig: i32) -> ExitStatus {
+        let mut child = self.child.take().expect("running");
+        unsafe {
+            libc::kill(child.id() as i32, sig);
+        }
+        let start = Instant::now();
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status;
+            }
+            if start.elapsed() > Duration::from_secs(15) {
+                let _ = child.kill();
+                panic!("the gateway did not stop within 15 s of signal {sig}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// SIGTERM; returns the exit status (a clean stop is success).
+    pub fn stop(&mut self) -> ExitStatus {
+        self.signal(libc::SIGTERM)
+    }
+
+    pub fn kill(&mut self) {
+        self.signal(libc::SIGKILL);
+    }
+
+    /// Lets the gateway poll `n` more times (so anything it would do with what it got is done).
+    pub fn settle(&self, n: usize) {
+        let polls = self.tg.get_updates_count();
+        self.tg.wait_polls(polls, n, Duration::from_secs(20));
+    }
+
+    /// Status of the gateway_outbound rows, oldest first.
+    pub fn ledger(&self) -> Vec<String> {
+        let db = self.env.db();
+        let mut stmt = match db.prepare("SELECT status FROM gateway_outbound ORDER BY id") {
+            Ok(s) => s,
+            Err(_) => return Vec::new(),
+        };
+        stmt.query_map([], |r| r.get(0))
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect()
+    }
+
+    pub fn wait_ledger(&self, pred: impl Fn(&[String]) -> bool) -> Vec<String> {
+        let start = Instant::now();
+        loop {
+            let l = self.ledger();
+            if pred(&l) {
+                return l;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "ledger stuck at {l:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Gw {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}

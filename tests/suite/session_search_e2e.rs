@@ -1,0 +1,224 @@
+//! session_search end to end: a word said in session 1 is found from session 3 with its window
+//! (the current session excluded), a Chinese phrase through the trigram index, FTS5 operators
+//! never become errors, `hermes sessions search|stats|prune`, and a state.db written by Python
+//! Hermes 0.19 is searchable by ours.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::support::harness::{TestEnv, stderr, stdout};
+use crate::support::mock_llm::{MockLlm, Reply};
+
+fn run(env: &TestEnv, mock: &MockLlm, prompt: &str) {
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", prompt])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// The parsed tool results of request `i`.
+fn tool_results(mock: &MockLlm, i: usize) -> Vec<Value> {
+    mock.requests()[i]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            let text = m["content"].as_str().unwrap_or_default();
+            serde_json::from_str(text).unwrap_or_else(|_| json!({"raw": text}))
+        })
+        .collect()
+}
+
+#[test]
+fn finds_earlier_sessions_but_not_the_current_one() {
+    let env = TestEnv::new();
+    let mock = MockLlm::with_script([
+        Reply::text("The release goes out on Friday."),
+        Reply::text("Noted, lunch at noon."),
+        Reply::text("好的，长城很壮观。"),
+        Reply::tool_calls([
+            ("s1", "session_search", json!({"query": "capybara"})),
+            ("s2", "session_search", json!({"query": "北京看长城"})),
+            ("s3", "session_search", json!({"query": "\"foo AND ("})),
+            ("s4", "session_search", json!({"query": "* NEAR capybara"})),
+        ]),
+        Reply::text("Found it."),
+    ]);
+    run(&env, &mock, "When does the capybara release go out?");
+    run(&env, &mock, "Lunch is at noon");
+    run(&env, &mock, "我们明天去北京看长城吧");
+    run(&env, &mock, "what did we say about capybara?");
+    let sessions = env.session_ids();
+    assert_eq!(sessions.len(), 4);
+    let results = tool_results(&mock, 4);
+    assert_eq!(results.len(), 4);
+
+    let en = &results[0];
+    assert_eq!(en["mode"], "discover");
+    assert_eq!(en["count"], 1, "{en}");
+    let hit = &en["results"][0];
+    assert_eq!(hit["session_id"], sessions[0].as_str());
+    assert_eq!(hit["matched_role"], "user");
+    assert!(
+        hit["snippet"].as_str().unwrap().contains(">>>capybara<<<"),
+        "{hit}"
+    );
+    let window: Vec<&str> = hit["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        window,
+        [
+            "When does the capybara release go out?",
+            "The release goes out on Friday."
+        ]
+    );
+    assert_eq!(hit["messages"][0]["anchor"], true);
+
+    let zh = &results[1];
+    assert_eq!(zh["count"], 1, "{zh}");
+    assert_eq!(zh["results"][0]["session_id"], sessions[2].as_str());
+
+    // Operator soup: a result list (maybe empty), never an error.
+    for r in &results[2..] {
+        assert_eq!(r["success"], true, "{r}");
+        assert!(r["results"].is_array(), "{r}");
+    }
+    assert_eq!(results[3]["count"], 1, "{}", results[3]);
+}
+
+#[test]
+fn sessions_search_stats_and_prune_commands() {
+    let env = TestEnv::new();
+    let mock = MockLlm::with_script([Reply::text("The answer is 42.")]);
+    run(&env, &mock, "What is the ultimate answer about marmots?");
+    let out = env
+        .bare_cmd()
+        .args(["sessions", "search", "marmots", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["count"], 1, "{v}");
+    let out = env
+        .bare_cmd()
+        .args(["sessions", "search", "marmots"])
+        .output()
+        .unwrap();
+    assert!(stdout(&out).contains(">>>marmots<<<"), "{}", stdout(&out));
+
+    let out = env
+        .bare_cmd()
+        .args(["sessions", "stats", "--json"])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["sessions"], 1);
+    assert_eq!(v["messages"], 2);
+
+    let out = env
+        .bare_cmd()
+        .args(["sessions", "prune", "--older-than", "1s", "--dry-run"])
+        .output()
+        .unwrap();
+    // Freshly written: nothing is a second old yet, or it is listed but kept.
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(env.session_ids().len(), 1);
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let out = env
+        .bare_cmd()
+        .args(["sessions", "prune", "--older-than", "1s"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("deleted 1 sessions"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(env.session_ids().is_empty());
+    let out = env
+        .bare_cmd()
+        .args(["sessions", "prune", "--older-than", "soon"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("90d"), "{}", stderr(&out));
+}
+
+#[test]
+fn python_written_state_db_is_searchable() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/python-hermes-0.19-state.db"),
+        &path,
+    )
+    .unwrap();
+    let conn = hermes::sessions::search::open_read(&path).unwrap();
+    let opts = hermes::sessions::search::DiscoverOptions::default();
+    let found = hermes::sessions::search::discover(&conn, "docker", &opts).unwrap();
+    assert_eq!(found.count, 1, "{found:?}");
+    let hit = &found.results[0];
+    assert_eq!(hit.session.source, "cli");
+    assert!(
+        hit.snippet.to_lowercase().contains(">>>docker<<<"),
+        "{}",
+        hit.snippet
+    );
+    // Tool output is searchable too, and reports its role.
+    let found = hermes::sessions::search::discover(&conn, "compose.yaml", &opts).unwrap();
+    assert_eq!(found.count, 1);
+    let cjk = hermes::sessions::search::discover(&conn, "北京看长城", &opts).unwrap();
+    assert_eq!(cjk.count, 1, "{cjk:?}");
+    let read = hermes::sessions::search::read(&conn, &hit.session.session_id)
+        .unwrap()
+        .unwrap();
+    assert!(read.messages.len() >= 5, "{read:?}");
+}
+
+#[test]
+fn auxiliary_model_summarises_hits_when_configured() {
+    let env = TestEnv::new();
+    let mock = MockLlm::with_script([
+        Reply::text("Noted: the llamas arrive on Tuesday."),
+        Reply::tool_call("q", "session_search", json!({"query": "llamas"})),
+        Reply::text("One earlier conversation: the llamas arrive on Tuesday."),
+        Reply::text("They arrive Tuesday."),
+    ]);
+    run(&env, &mock, "The llamas arrive on Tuesday");
+    std::fs::write(
+        env.home_path().join("config.yaml"),
+        format!(
+            "auxiliary:\n  session_search:\n    provider: custom\n    model: aux-model\n    base_url: {}\n",
+            mock.base_url()
+        ),
+    )
+    .unwrap();
+    run(&env, &mock, "when do the llamas come?");
+    assert_eq!(mock.request_count(), 4);
+    let aux = &mock.requests()[2];
+    assert_eq!(aux["model"], "aux-model");
+    assert!(
+        aux.get("tools")
+            .is_none_or(|t| t.as_array().is_none_or(Vec::is_empty))
+    );
+    let prompt = aux["messages"].to_string();
+    assert!(
+        prompt.contains("The agent searched for: llamas"),
+        "{prompt}"
+    );
+    let result = &tool_results(&mock, 3)[0];
+    assert_eq!(result["count"], 1, "{result}");
+    assert_eq!(
+        result["summary"],
+        "One earlier conversation: the llamas arrive on Tuesday."
+    );
+}
