@@ -7,6 +7,7 @@
 //! tools, records what happened, and leaves every tool call answered so the session resumes.
 
 pub mod budget;
+mod compaction;
 pub mod compressor;
 pub mod credentials;
 mod event_prompt;
@@ -29,6 +30,7 @@ pub use budget::IterationBudget;
 pub use events::AgentEvent;
 pub use extension::{TurnExtension, TurnInfo};
 
+use compressor::{ContextCompressor, Trigger};
 use event_prompt::EventPrompt;
 use failover::{Failover, FailoverStep};
 use stream::{CallFailure, stream_once};
@@ -36,7 +38,8 @@ use stream::{CallFailure, stream_once};
 use crate::config::Config;
 use crate::llm::retry::RetryPolicy;
 use crate::llm::{
-    ChatRequest, LlmClient, LlmError, LlmResponse, Message, Role, ToolCall, ToolSchema, Usage,
+    ChatRequest, FailoverReason, LlmClient, LlmError, LlmResponse, Message, Role, ToolCall,
+    ToolSchema, Usage,
 };
 use crate::security::approval::{ApprovalGate, ApprovalPrompt, NoPrompt};
 use crate::sessions::{NewSession, SessionRow, SessionStore, StoreError};
@@ -47,6 +50,8 @@ use crate::tools::{SessionScratch, ToolContext, ToolOutput, ToolRegistry};
 const BUDGET_SUMMARY_REQUEST: &str = "[The tool-call budget for this turn is used up. Do not call any more tools. Reply now with a summary of what you found and did, and what is still left to do.]";
 /// How long `TurnExtension::before_turn` may take before the turn goes on without it.
 pub(crate) const BEFORE_TURN_TIMEOUT: Duration = Duration::from_secs(8);
+/// Compactions tried for one call that the provider rejects as too large.
+const MAX_OVERFLOW_COMPACTIONS: u32 = 3;
 /// Appended to a partial answer that the user interrupted.
 const INTERRUPTED_NOTE: &str = "[interrupted by the user]";
 
@@ -144,6 +149,7 @@ pub struct Agent {
     ledger_session: String,
     /// Key rotation and provider fallback.
     failover: Failover,
+    compressor: ContextCompressor,
 }
 
 impl Agent {
@@ -211,7 +217,8 @@ impl Agent {
         db(&services.store, move |s| s.reopen_session(&id)).await?;
         let (failover, rekeyed) = Failover::new(&services.config, client.provider()).await;
         let client = rekeyed.unwrap_or(client);
-        Ok(Self::assemble(
+        let store = services.store.clone();
+        let mut agent = Self::assemble(
             services,
             client,
             failover,
@@ -220,7 +227,15 @@ impl Agent {
             session.id,
             system_prompt,
             history,
-        ))
+        );
+        if let Err(e) = agent
+            .compressor
+            .load_session_state(&store, &agent.session_id)
+            .await
+        {
+            tracing::warn!(error = %e, "cannot restore the compaction state; starting fresh");
+        }
+        Ok(agent)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -252,6 +267,10 @@ impl Agent {
             .unwrap_or(&session_id)
             .to_string();
         let tool_schemas = tools.schemas();
+        let compressor = ContextCompressor::new(compressor::CompressorConfig::from_config(
+            config,
+            &client.provider().model,
+        ));
         Agent {
             services,
             client,
@@ -269,6 +288,7 @@ impl Agent {
             caps,
             ledger_session,
             failover,
+            compressor,
         }
     }
 
@@ -471,20 +491,8 @@ impl Agent {
         cancel: &CancellationToken,
         turn: &mut TurnOutcome,
     ) -> Result<LlmResponse, CallFailure> {
-        let mut messages = self.history.clone();
-        messages.extend(extra);
-        let mut request = ChatRequest {
-            model: self.client.provider().model.clone(),
-            system: self.system_prompt.clone(),
-            messages,
-            tools: if with_tools {
-                self.tool_schemas.clone()
-            } else {
-                Vec::new()
-            },
-            max_tokens: None,
-            temperature: None,
-        };
+        self.maybe_compact(with_tools, extra.as_ref(), events).await;
+        let mut request = self.build_request(with_tools, extra.as_ref());
         if let Some(message) = self.spend_cap_reached(&request).await {
             return Err(CallFailure::Capped(message));
         }
@@ -497,16 +505,31 @@ impl Agent {
             Err(err) => return Err(CallFailure::Failed(err)),
         }
         let mut attempt = 0u32;
+        let mut overflow_compactions = 0u32;
         loop {
             attempt += 1;
             turn.api_calls += 1;
             match stream_once(self.client.as_ref(), request.clone(), events, cancel).await {
                 Ok(response) => {
                     self.failover.note_success();
+                    self.compressor.update_from_response(&response.usage);
                     self.record_usage(&response.usage, turn, events).await;
                     return Ok(response);
                 }
                 Err(CallFailure::Failed(err)) => {
+                    // Too large for the window: compact and retry on the same model (≤ 3 times).
+                    if err.reason == FailoverReason::ContextOverflow
+                        && overflow_compactions < MAX_OVERFLOW_COMPACTIONS
+                    {
+                        overflow_compactions += 1;
+                        if self.compact(Trigger::Overflow, events).await.is_some() {
+                            let model = request.model.clone();
+                            request = self.build_request(with_tools, extra.as_ref());
+                            request.model = model;
+                            attempt = 0;
+                            continue;
+                        }
+                    }
                     let delay = self.retry.next_delay(&err, attempt);
                     let delay = match self.failover.on_error(&err, delay.is_some()) {
                         FailoverStep::Switch(client, message) => {
@@ -547,6 +570,23 @@ impl Agent {
                 }
                 Err(cancelled) => return Err(cancelled),
             }
+        }
+    }
+
+    fn build_request(&self, with_tools: bool, extra: Option<&Message>) -> ChatRequest {
+        let mut messages = self.history.clone();
+        messages.extend(extra.cloned());
+        ChatRequest {
+            model: self.client.provider().model.clone(),
+            system: self.system_prompt.clone(),
+            messages,
+            tools: if with_tools {
+                self.tool_schemas.clone()
+            } else {
+                Vec::new()
+            },
+            max_tokens: None,
+            temperature: None,
         }
     }
 

@@ -28,6 +28,13 @@ pub enum AgentEvent {
         message: String,
         discarded_partial: bool,
     },
+    /// Earlier messages were folded into a summary (originals stay in state.db, searchable).
+    /// `note` explains a fallback summary or a compaction that could not be saved.
+    Compacted {
+        archived: usize,
+        used_fallback: bool,
+        note: Option<String>,
+    },
     /// A tool call is starting.
     ToolStart {
         id: String,

@@ -64,6 +64,20 @@ impl ProgressLines {
                 };
                 Some(format!("  ⇄ {reason}: {message}{note}"))
             }
+            AgentEvent::Compacted {
+                archived,
+                used_fallback,
+                note,
+            } => Some(match (archived, used_fallback, note) {
+                (0, _, Some(why)) => format!("  ⚠ compaction skipped: {why}"),
+                (n, true, why) => format!(
+                    "  ⇣ compacted {n} earlier messages with a summary built from them (the summary model failed: {}); originals stay searchable",
+                    why.as_deref().unwrap_or("unknown error")
+                ),
+                (n, false, _) => format!(
+                    "  ⇣ compacted {n} earlier messages into a summary; originals stay searchable"
+                ),
+            }),
             AgentEvent::BudgetExhausted { used } => Some(format!(
                 "  ⚠ iteration budget spent after {used} model calls; asking for a summary"
             )),

@@ -75,7 +75,9 @@ pub fn run(runtime: &Runtime, args: &RunArgs, config: Config) -> Result<u8, CliE
     let _ = repl.editor.save_history(&history);
     let _ = runtime.block_on(repl.agent.end("user_exit"));
     crate::cli::memory_cmd::finish_reviews(runtime, true);
-    runtime.block_on(crate::skills::learning::wait_for_reviews(&repl.services.config));
+    runtime.block_on(crate::skills::learning::wait_for_reviews(
+        &repl.services.config,
+    ));
     println!(
         "session {} saved; resume with: hermes -r {}",
         repl.agent.session_id(),
@@ -209,6 +211,20 @@ impl Repl {
                 },
                 None => println!("nothing to retry yet"),
             },
+            SlashCommand::Compress(focus) => {
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+                let n = runtime.block_on(self.agent.compress_now(focus.as_deref(), &tx));
+                drop(tx);
+                let mut lines = ProgressLines::default();
+                while let Ok(event) = rx.try_recv() {
+                    if let Some(line) = lines.line_for(&event) {
+                        println!("{line}");
+                    }
+                }
+                if n == 0 {
+                    println!("nothing to compress yet");
+                }
+            }
             SlashCommand::Undo => match runtime.block_on(self.agent.undo()) {
                 Ok(0) => println!("nothing to undo"),
                 Ok(n) => println!(

@@ -17,6 +17,8 @@ pub enum SlashCommand {
     Yolo,
     Retry,
     Undo,
+    /// `/compress [focus]` (alias `/compact`): fold earlier turns into a summary now.
+    Compress(Option<String>),
     Quit,
     Unknown(String),
 }
@@ -37,6 +39,10 @@ pub const HELP: &[(&str, &str)] = &[
     ("/yolo", "toggle running dangerous commands without asking"),
     ("/retry", "ask the last question again"),
     ("/undo", "remove the last exchange from the conversation"),
+    (
+        "/compress [focus]",
+        "summarise earlier turns now (originals stay searchable)",
+    ),
     ("/quit, /exit", "leave (Ctrl-D works too)"),
 ];
 
@@ -58,6 +64,7 @@ pub fn parse(line: &str) -> Option<SlashCommand> {
         "yolo" => SlashCommand::Yolo,
         "retry" => SlashCommand::Retry,
         "undo" => SlashCommand::Undo,
+        "compress" | "compact" => SlashCommand::Compress(arg),
         "quit" | "exit" | "q" => SlashCommand::Quit,
         other => SlashCommand::Unknown(other.to_string()),
     })
