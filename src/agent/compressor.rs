@@ -19,6 +19,9 @@
 //! kept, `prune` shortens old tool results, `summary` writes the summary, `persist` makes a
 //! compaction durable in state.db (`ContextCompressor::compress_session`).
 
+mod config;
+#[cfg(test)]
+mod config_tests;
 mod persist;
 mod prune;
 mod select;
@@ -28,22 +31,13 @@ mod tests;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde_json::Value;
-
-use crate::config::Config;
 use crate::llm::{LlmClient, Message, Role, ToolSchema, Usage};
 use crate::sessions::store::CompressionFailure;
 
+pub use config::{CompressorConfig, DEFAULT_CONTEXT_LENGTH, known_context_length};
 pub use persist::CompactError;
 pub use summary::{SUMMARY_END, SUMMARY_PREFIX};
 
-/// Threshold never below this many tokens (unless the window itself is smaller).
-const MINIMUM_THRESHOLD_TOKENS: u64 = 64_000;
-/// Windows smaller than this get a threshold of at least 75%.
-const SMALL_WINDOW: u64 = 512_000;
-const SMALL_WINDOW_MIN_PERCENT: f64 = 0.75;
-/// Window assumed for a model we know nothing about.
-pub const DEFAULT_CONTEXT_LENGTH: u64 = 128_000;
 /// After a failed summary call, automatic compactions use the fallback summary this long.
 const SUMMARY_FAILURE_COOLDOWN: Duration = Duration::from_secs(600);
 /// Anti-thrash limits.
@@ -51,156 +45,6 @@ const MAX_INEFFECTIVE: u32 = 2;
 const MAX_FALLBACK_STREAK: u32 = 2;
 /// Rough token overhead of one message's framing (role, separators).
 const MESSAGE_OVERHEAD_TOKENS: u64 = 4;
-
-/// `compression.*` settings plus the window of the model in use.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CompressorConfig {
-    pub enabled: bool,
-    /// Fraction of the window at which to compress (raised to ≥ 0.75 for windows < 512K).
-    pub threshold: f64,
-    /// Fraction of the threshold the verbatim tail may use (clamped to 0.10–0.80).
-    pub target_ratio: f64,
-    /// Messages kept verbatim at the start (first compaction only).
-    pub protect_first_n: usize,
-    /// Upper end of the tail's message floor (the floor is `max(3, min(this, 8))`).
-    pub protect_last_n: usize,
-    /// The model's context window in tokens.
-    pub context_length: u64,
-    /// `auxiliary.compression.model` when set (and not tied to another provider).
-    pub summary_model: Option<String>,
-    /// `auxiliary.compression.timeout`: how long the summary call may take.
-    pub summary_timeout: Duration,
-}
-
-impl Default for CompressorConfig {
-    fn default() -> Self {
-        CompressorConfig {
-            enabled: true,
-            threshold: 0.5,
-            target_ratio: 0.2,
-            protect_first_n: 3,
-            protect_last_n: 20,
-            context_length: DEFAULT_CONTEXT_LENGTH,
-            summary_model: None,
-            summary_timeout: Duration::from_secs(120),
-        }
-    }
-}
-
-/// Reads `path` (e.g. `["compression", "threshold"]`) from the raw config document.
-fn lookup<'a>(raw: &'a Value, path: &[&str]) -> Option<&'a Value> {
-    path.iter().try_fold(raw, |v, key| v.get(*key))
-}
-
-/// A number, also when YAML or `${VAR}` expansion left it as a string.
-fn number(v: Option<&Value>) -> Option<f64> {
-    match v? {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
-    .filter(|n: &f64| n.is_finite())
-}
-
-impl CompressorConfig {
-    /// From `compression.*`, `model.context_length` (else [`known_context_length`]) and
-    /// `auxiliary.compression.{model,provider,timeout}` of the loaded config.
-    pub fn from_config(cfg: &Config, model: &str) -> Self {
-        let raw = &cfg.raw;
-        let d = CompressorConfig::default();
-        let get = |key: &str| number(lookup(raw, &["compression", key]));
-        let enabled = match lookup(raw, &["compression", "enabled"]) {
-            Some(Value::Bool(b)) => *b,
-            Some(Value::String(s)) => !matches!(
-                s.trim().to_lowercase().as_str(),
-                "false" | "no" | "off" | "0"
-            ),
-            _ => d.enabled,
-        };
-        let context_length = number(lookup(raw, &["model", "context_length"]))
-            .filter(|n| *n >= 1_000.0)
-            .map(|n| n as u64)
-            .unwrap_or_else(|| known_context_length(model));
-        let aux_provider = lookup(raw, &["auxiliary", "compression", "provider"])
-            .and_then(Value::as_str)
-            .map(|s| s.trim().to_lowercase())
-            .unwrap_or_default();
-        // A model on another provider needs its own client, which the caller owns; only a model
-        // name for the main provider can be honoured here.
-        let summary_model = lookup(raw, &["auxiliary", "compression", "model"])
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|m| !m.is_empty() && matches!(aux_provider.as_str(), "" | "auto" | "main"))
-            .map(str::to_string);
-        CompressorConfig {
-            enabled,
-            threshold: get("threshold").unwrap_or(d.threshold),
-            target_ratio: get("target_ratio").unwrap_or(d.target_ratio),
-            protect_first_n: get("protect_first_n")
-                .map(|n| n.max(0.0) as usize)
-                .unwrap_or(d.protect_first_n),
-            protect_last_n: get("protect_last_n")
-                .map(|n| n.max(0.0) as usize)
-                .unwrap_or(d.protect_last_n),
-            context_length,
-            summary_model,
-            summary_timeout: number(lookup(raw, &["auxiliary", "compression", "timeout"]))
-                .filter(|t| *t > 0.0)
-                .map(Duration::from_secs_f64)
-                .unwrap_or(d.summary_timeout),
-        }
-    }
-
-    /// The prompt size (tokens) at which to compress.
-    pub fn threshold_tokens(&self) -> u64 {
-        let window = self.context_length.max(1);
-        let mut pct = self.threshold.clamp(0.05, 0.95);
-        if window < SMALL_WINDOW {
-            pct = pct.max(SMALL_WINDOW_MIN_PERCENT);
-        }
-        let t = ((window as f64 * pct) as u64).max(MINIMUM_THRESHOLD_TOKENS);
-        if t >= window {
-            ((window as f64 * 0.85) as u64)
-                .min(window.saturating_sub(1))
-                .max(1)
-        } else {
-            t
-        }
-    }
-
-    /// Tokens the verbatim tail may use.
-    pub fn tail_budget(&self) -> u64 {
-        (self.threshold_tokens() as f64 * self.target_ratio.clamp(0.10, 0.80)) as u64
-    }
-}
-
-/// The context window of well-known model families; [`DEFAULT_CONTEXT_LENGTH`] otherwise.
-pub fn known_context_length(model: &str) -> u64 {
-    let m = model.to_lowercase();
-    let name = m.rsplit('/').next().unwrap_or(&m);
-    const TABLE: &[(&str, u64)] = &[
-        ("claude", 200_000),
-        ("gpt-4.1", 1_047_576),
-        ("gpt-5", 400_000),
-        ("gpt-4o", 128_000),
-        ("gpt-4-turbo", 128_000),
-        ("gpt-3.5", 16_385),
-        ("o1", 200_000),
-        ("o3", 200_000),
-        ("o4", 200_000),
-        ("gemini", 1_048_576),
-        ("grok-4", 256_000),
-        ("deepseek", 128_000),
-        ("qwen", 131_072),
-        ("llama", 131_072),
-        ("hermes", 131_072),
-    ];
-    TABLE
-        .iter()
-        .find(|(prefix, _)| name.starts_with(prefix) || name.contains(&format!("-{prefix}")))
-        .map(|(_, n)| *n)
-        .unwrap_or(DEFAULT_CONTEXT_LENGTH)
-}
 
 /// Rough token count of one message (bytes / 4: a fair English average that over- rather than
 /// under-counts CJK text).

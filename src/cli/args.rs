@@ -80,6 +80,11 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::cli::gateway_cmd::GatewayCommand,
     },
+    /// Approve chat users who asked for access with a DM pairing code.
+    Pairing {
+        #[command(subcommand)]
+        action: crate::cli::gateway_cmd::PairingCommand,
+    },
     /// Send one message to a chat, e.g. `hermes send telegram:123456 "done"`.
     Send {
         /// PLATFORM:CHAT_ID

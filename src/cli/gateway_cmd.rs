@@ -39,7 +39,7 @@ pub fn run(
 }
 
 async fn serve(args: &RunArgs, config: Config, only: Option<String>) -> Result<u8, CliError> {
-    let adapters = crate::gateway::configured_adapters(&config, only.as_deref())
+    let platforms = crate::gateway::configured(&config, only.as_deref())
         .map_err(|e| CliError::Setup(e.to_string()))?;
     let services = crate::cli::services(config)?;
     let client = setup::make_client(args, &services.config).await?;
@@ -53,13 +53,9 @@ async fn serve(args: &RunArgs, config: Config, only: Option<String>) -> Result<u
     });
     eprintln!(
         "hermes gateway: serving {} (Ctrl-C to stop)",
-        adapters
-            .iter()
-            .map(|a| a.platform())
-            .collect::<Vec<_>>()
-            .join(", ")
+        platforms.names().join(", ")
     );
-    match crate::gateway::run(services, client, options, adapters, shutdown).await {
+    match crate::gateway::run(services, client, options, platforms, shutdown).await {
         Ok(()) => {
             eprintln!("hermes gateway: stopped");
             Ok(exit::OK)
@@ -167,13 +163,14 @@ pub fn send(
     if text.trim().is_empty() {
         return Err(CliError::Setup("nothing to send: the text is empty".into()));
     }
-    let adapters = crate::gateway::configured_adapters(config, Some(platform))
+    let platforms = crate::gateway::configured(config, Some(platform))
         .map_err(|e| CliError::Setup(e.to_string()))?;
-    let Some(adapter) = adapters.into_iter().next() else {
+    let Some(adapter) = platforms.adapters.into_iter().next() else {
         return Err(CliError::Setup(format!(
-            "platform `{platform}` is not configured"
+            "platform `{platform}` has no chats to send to (configure TELEGRAM_BOT_TOKEN for telegram)"
         )));
     };
+
     runtime.block_on(async {
         let len = |s: &str| adapter.message_len(s);
         for chunk in split_message(text, adapter.max_message_len(), &len) {
@@ -183,4 +180,64 @@ pub fn send(
         }
         Ok(exit::OK)
     })
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PairingCommand {
+    /// Codes waiting for approval and users already paired.
+    List {
+        #[arg(default_value = "telegram")]
+        platform: String,
+    },
+    /// Let the user who got CODE talk to the bot.
+    Approve { platform: String, code: String },
+    /// Remove a paired user.
+    Revoke { platform: String, user_id: String },
+}
+
+/// `hermes pairing list|approve|revoke`.
+pub fn pairing(config: &Config, action: PairingCommand) -> Result<u8, CliError> {
+    use crate::gateway::pairing::PairingApproval;
+    let store = setup::open_store(config)?;
+    store.gateway_init()?;
+    match action {
+        PairingCommand::List { platform } => {
+            let pending = store.pairing_pending(&platform)?;
+            let approved = store.pairing_approved(&platform)?;
+            println!("pending codes ({platform}): {}", pending.len());
+            for (code, user, name, _) in pending {
+                println!("  {code}  user {user} {}", name.unwrap_or_default());
+            }
+            println!("paired users ({platform}): {}", approved.len());
+            for (user, name) in approved {
+                println!("  {user} {}", name.unwrap_or_default());
+            }
+            Ok(exit::OK)
+        }
+        PairingCommand::Approve { platform, code } => {
+            match store.pairing_approve(&platform, &code)? {
+                PairingApproval::Approved(user, name) => {
+                    let who = name.map(|n| format!(" ({n})")).unwrap_or_default();
+                    println!("paired: {platform} user {user}{who} may now talk to the bot");
+                    Ok(exit::OK)
+                }
+                PairingApproval::Unknown => Err(CliError::NotFound(format!(
+                    "no pending {platform} pairing code `{code}` (codes expire after 1 hour; `hermes pairing list` shows them)"
+                ))),
+                PairingApproval::Locked => Err(CliError::Setup(format!(
+                    "too many wrong {platform} pairing codes: approving is locked for an hour"
+                ))),
+            }
+        }
+        PairingCommand::Revoke { platform, user_id } => {
+            if store.pairing_revoke(&platform, &user_id)? {
+                println!("revoked: {platform} user {user_id}");
+                Ok(exit::OK)
+            } else {
+                Err(CliError::NotFound(format!(
+                    "{platform} user {user_id} is not paired"
+                )))
+            }
+        }
+    }
 }

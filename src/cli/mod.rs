@@ -71,6 +71,7 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Some(args::Command::Gateway { action }) => {
             gateway_cmd::run(&runtime, &cli.run, config, action)
         }
+        Some(args::Command::Pairing { action }) => gateway_cmd::pairing(&config, action),
         Some(args::Command::Send { target, text }) => {
             gateway_cmd::send(&runtime, &config, &target, &text)
         }

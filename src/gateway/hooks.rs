@@ -21,8 +21,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Semaphore;
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
-/// Concurrent hook processes for notifications.
-const MAX_RUNNING: usize = 8;
+/// Concurrent processes of one hook for notifications: a hook that hangs only loses its own
+/// events, never another hook's.
+const MAX_RUNNING: usize = 4;
 /// Hook stdout beyond this is ignored.
 const MAX_OUTPUT: u64 = 64 * 1024;
 
@@ -46,6 +47,7 @@ pub struct Hook {
     pub events: Vec<String>,
     pub handler: PathBuf,
     pub timeout: Duration,
+    running: Arc<Semaphore>,
 }
 
 impl Hook {
@@ -70,15 +72,11 @@ pub enum CommandDecision {
 
 pub struct Hooks {
     hooks: Vec<Hook>,
-    running: Arc<Semaphore>,
 }
 
 impl Hooks {
     pub fn empty() -> Self {
-        Hooks {
-            hooks: Vec::new(),
-            running: Arc::new(Semaphore::new(MAX_RUNNING)),
-        }
+        Hooks { hooks: Vec::new() }
     }
 
     /// Loads every valid hook under `dir` (a missing directory means no hooks).
@@ -99,10 +97,7 @@ impl Hooks {
                 Err(e) => tracing::warn!(dir = %d.display(), error = %e, "hook skipped"),
             }
         }
-        Hooks {
-            hooks,
-            running: Arc::new(Semaphore::new(MAX_RUNNING)),
-        }
+        Hooks { hooks }
     }
 
     pub fn list(&self) -> &[Hook] {
@@ -122,7 +117,7 @@ impl Hooks {
         }
         let payload = json!({ "event": event, "context": context }).to_string();
         for hook in matching {
-            let Ok(permit) = self.running.clone().try_acquire_owned() else {
+            let Ok(permit) = hook.running.clone().try_acquire_owned() else {
                 tracing::warn!(hook = %hook.name, event, "too many hooks running; event dropped for this hook");
                 continue;
             };
@@ -181,6 +176,7 @@ fn load_one(dir: &Path) -> Result<Hook, String> {
             .filter(|t| t.is_finite() && *t > 0.0)
             .map(|t| Duration::from_secs_f64(t.min(300.0)))
             .unwrap_or(DEFAULT_TIMEOUT),
+        running: Arc::new(Semaphore::new(MAX_RUNNING)),
     })
 }
 
@@ -311,6 +307,7 @@ mod tests {
             events: vec!["agent:*".into(), "command:new".into()],
             handler: PathBuf::new(),
             timeout: DEFAULT_TIMEOUT,
+            running: Arc::new(Semaphore::new(MAX_RUNNING)),
         };
         assert!(h.matches("agent:start") && h.matches("command:new"));
         assert!(!h.matches("session:start") && !h.matches("command:stop") && !h.matches("agentx"));

@@ -11,6 +11,7 @@ pub mod api_server;
 pub mod delivery;
 pub mod hooks;
 pub mod ledger;
+pub mod pairing;
 pub mod platform;
 pub mod runner;
 pub mod session;
@@ -51,7 +52,11 @@ pub struct Platforms {
 
 impl Platforms {
     pub fn names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.adapters.iter().map(|a| a.platform().to_string()).collect();
+        let mut names: Vec<String> = self
+            .adapters
+            .iter()
+            .map(|a| a.platform().to_string())
+            .collect();
         if self.api_server.is_some() {
             names.push("api_server".into());
         }
@@ -76,14 +81,18 @@ pub fn configured(
     {
         adapters.push(Arc::new(tg?));
     }
-    let api_server = match api_server::ApiServerConfig::from_config(config).filter(|_| wants("api_server")) {
-        Some(r) => Some(r.map_err(GatewayError::ApiServer)?),
-        None => None,
-    };
+    let api_server =
+        match api_server::ApiServerConfig::from_config(config).filter(|_| wants("api_server")) {
+            Some(r) => Some(r.map_err(GatewayError::ApiServer)?),
+            None => None,
+        };
     if adapters.is_empty() && api_server.is_none() {
         return Err(GatewayError::NoPlatform);
     }
-    Ok(Platforms { adapters, api_server })
+    Ok(Platforms {
+        adapters,
+        api_server,
+    })
 }
 
 pub(crate) fn unix_now() -> f64 {
@@ -91,26 +100,6 @@ pub(crate) fn unix_now() -> f64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0)
-}
-
-/// The adapters enabled by configuration, optionally only `only`.
-pub fn configured_adapters(
-    config: &crate::config::Config,
-    only: Option<&str>,
-) -> Result<Vec<Arc<dyn PlatformAdapter>>, GatewayError> {
-    if let Some(p) = only
-        && p != "telegram"
-    {
-        return Err(GatewayError::UnknownPlatform(p.to_string()));
-    }
-    let mut out: Vec<Arc<dyn PlatformAdapter>> = Vec::new();
-    if let Some(tg) = telegram::TelegramAdapter::from_config(config) {
-        out.push(Arc::new(tg?));
-    }
-    if out.is_empty() {
-        return Err(GatewayError::NoPlatform);
-    }
-    Ok(out)
 }
 
 /// Runs the gateway until `shutdown` is cancelled. Returns an error only when every platform
@@ -123,7 +112,10 @@ pub async fn run(
     shutdown: CancellationToken,
 ) -> Result<(), GatewayError> {
     let names = platforms.names();
-    let Platforms { adapters, api_server } = platforms;
+    let Platforms {
+        adapters,
+        api_server,
+    } = platforms;
     let store = services.store.clone();
     ledger::db(&store, |s| s.gateway_init())
         .await
@@ -146,7 +138,8 @@ pub async fn run(
         let (services, client, options) = (services.clone(), client.clone(), agent_options.clone());
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
-            let result = api_server::serve(config, services, client, options, shutdown.clone()).await;
+            let result =
+                api_server::serve(config, services, client, options, shutdown.clone()).await;
             if result.is_err() {
                 // Without its listener the gateway is not what the user asked for: stop it all.
                 shutdown.cancel();

@@ -65,6 +65,10 @@ pub struct MessageEvent {
     /// Unix seconds.
     #[serde(default)]
     pub timestamp: f64,
+    /// Addressed to the bot: a DM, a mention of the bot, or a reply to one of its messages.
+    /// In groups with `require_mention`, other messages are not for us.
+    #[serde(default)]
+    pub addressed: bool,
 }
 
 impl MessageEvent {

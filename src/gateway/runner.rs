@@ -17,8 +17,9 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{AgentOptions, Services};
 use crate::gateway::hooks::{CommandDecision, Hooks};
 use crate::gateway::ledger::{InboundRecord, OutboundRow, db, send_with_retry};
+use crate::gateway::pairing::{self, PairingRequest};
 use crate::gateway::platform::{
-    AdapterError, MessageEvent, PlatformAdapter, SendOptions, build_session_key,
+    AdapterError, ChatType, MessageEvent, PlatformAdapter, SendOptions, build_session_key,
 };
 use crate::gateway::session::{SessionControl, deliver_row, lock, run_worker};
 use crate::llm::LlmClient;
@@ -37,6 +38,11 @@ pub struct GatewaySettings {
     /// Idle session agents are dropped from memory after this long.
     pub idle_evict: Duration,
     pub group_sessions_per_user: bool,
+    /// In groups, only messages that mention the bot, reply to it, or are commands are for us.
+    pub require_mention: bool,
+    /// Unknown users in a DM get a pairing code (`unauthorized_dm_behavior: ignore` turns the
+    /// reply off entirely).
+    pub dm_pairing: bool,
     /// Preview answers by editing one message (platforms that can edit).
     pub streaming: bool,
     pub stream_interval: Duration,
@@ -46,15 +52,26 @@ impl GatewaySettings {
     pub fn from_config(config: &crate::config::Config) -> Self {
         let gw = config.raw.get("gateway");
         let num = |k: &str| gw.and_then(|g| g.get(k)).and_then(|v| v.as_f64());
+        let flag = |k: &str| {
+            config
+                .raw
+                .get(k)
+                .or_else(|| gw.and_then(|g| g.get(k)))
+                .and_then(|v| v.as_bool())
+        };
         GatewaySettings {
             approval_timeout: Duration::from_secs(config.approvals.timeout.max(1)),
             idle_evict: Duration::from_secs_f64(
                 num("session_idle_seconds").unwrap_or(600.0).max(1.0),
             ),
-            group_sessions_per_user: gw
-                .and_then(|g| g.get("group_sessions_per_user"))
-                .and_then(|v| v.as_bool())
-                .unwrap_or(true),
+            // Python's top-level keys, with `gateway.<key>` accepted too.
+            group_sessions_per_user: flag("group_sessions_per_user").unwrap_or(true),
+            require_mention: flag("require_mention").unwrap_or(true),
+            dm_pairing: config
+                .raw
+                .get("unauthorized_dm_behavior")
+                .and_then(|v| v.as_str())
+                .is_none_or(|v| v != "ignore"),
             streaming: gw
                 .and_then(|g| g.get("streaming"))
                 .and_then(|v| v.as_bool())
@@ -216,8 +233,17 @@ impl PlatformCtx {
     async fn intake(self: &Arc<Self>, mut event: MessageEvent) -> Result<(), String> {
         let platform = self.adapter.platform().to_string();
         let key = build_session_key(&event.source, self.settings.group_sessions_per_user);
-        let authorised = self.auth.allows(event.source.user_id.as_deref());
         let mut command = event.command();
+        let for_us = event.source.chat_type == ChatType::Dm
+            || !self.settings.require_mention
+            || event.addressed
+            || command.is_some();
+        if !for_us {
+            // Group chatter not addressed to the bot: remembered (so never replayed), not answered.
+            self.record(&key, &event, false).await?;
+            return Ok(());
+        }
+        let authorised = self.authorised(event.source.user_id.as_deref()).await;
         if authorised && let Some((name, args)) = command.clone() {
             let ctx = json!({"platform": platform, "user_id": event.source.user_id,
                              "command": name, "raw_command": event.text, "args": args, "raw_args": args});
@@ -263,11 +289,9 @@ impl PlatformCtx {
                 seen
             };
             tracing::warn!(%platform, %user, "message from an unauthorised user refused");
-            if !recent {
-                let text = format!(
-                    "Sorry, you are not authorised to use this bot. Ask its owner to add your user id ({user}) to {}_ALLOWED_USERS.",
-                    platform.to_uppercase()
-                );
+            let silent = event.source.chat_type == ChatType::Dm && !self.settings.dm_pairing;
+            if !recent && !silent {
+                let text = self.refusal(&event, &user).await;
                 self.notify(&event, &text).await;
             }
             return Ok(());
@@ -301,6 +325,65 @@ impl PlatformCtx {
             self.notify(&event, &text).await;
         }
         Ok(())
+    }
+
+    /// Allowed by configuration, or paired through a DM pairing code.
+    async fn authorised(&self, user: Option<&str>) -> bool {
+        if self.auth.allows(user) {
+            return true;
+        }
+        let Some(user) = user.map(String::from) else {
+            return false;
+        };
+        let platform = self.adapter.platform().to_string();
+        db(&self.services.store, move |s| {
+            s.pairing_is_approved(&platform, &user)
+        })
+        .await
+        .unwrap_or(false)
+    }
+
+    /// The one reply an unknown user gets: in a DM, a pairing code when the limits allow.
+    async fn refusal(&self, event: &MessageEvent, user: &str) -> String {
+        let platform = self.adapter.platform().to_string();
+        let up = platform.to_uppercase();
+        let base = format!("Sorry, you are not authorised to use this bot (your user id: {user}).");
+        let pairing_off = self
+            .services
+            .config
+            .env
+            .get(&format!("{up}_PAIRING"))
+            .is_some_and(|v| matches!(v.trim().to_lowercase().as_str(), "off" | "false" | "0"));
+        if event.source.chat_type != ChatType::Dm || pairing_off || user.is_empty() {
+            return format!("{base} Ask the bot's owner to add it to {up}_ALLOWED_USERS.");
+        }
+        let (p, u, name, code) = (
+            platform.clone(),
+            user.to_string(),
+            event.source.user_name.clone(),
+            pairing::new_code(),
+        );
+        let issued = db(&self.services.store, move |s| {
+            s.pairing_request(&p, &u, name.as_deref(), &code)
+        })
+        .await;
+        match issued {
+            Ok(PairingRequest::New(code)) => format!(
+                "{base} Your pairing code is {code} (valid for 1 hour): ask the bot's owner to run `hermes pairing approve {platform} {code}`."
+            ),
+            Ok(PairingRequest::TooSoon) => {
+                format!(
+                    "{base} Your pairing code was already sent; ask the bot's owner to approve it."
+                )
+            }
+            Ok(PairingRequest::TooMany) => {
+                format!("{base} Too many pairing requests are waiting; try again later.")
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot issue a pairing code");
+                format!("{base} Ask the bot's owner to add it to {up}_ALLOWED_USERS.")
+            }
+        }
     }
 
     async fn record(&self, key: &str, event: &MessageEvent, queued: bool) -> Result<bool, String> {

@@ -73,6 +73,14 @@ pub async fn run_worker(
                 if inbox.is_empty() {
                     sessions.remove(&key);
                     tracing::debug!(%key, "idle session evicted from memory");
+                    drop(sessions);
+                    if let Some(a) = agent.take() {
+                        ctx.hooks.emit(
+                            "session:end",
+                            json!({"platform": ctx.adapter.platform(), "session_id": a.session_id(),
+                                   "session_key": key, "reason": "idle"}),
+                        );
+                    }
                     break;
                 }
                 continue;

@@ -26,6 +26,8 @@ pub struct TelegramAdapter {
     base: String,
     token: String,
     poll_timeout: u64,
+    /// The bot's @username, learnt at connect (mentions in groups).
+    bot_username: std::sync::Mutex<Option<String>>,
 }
 
 /// The Bot API envelope: `{ok, result}` or `{ok: false, error_code, description, parameters}`.
@@ -82,6 +84,7 @@ impl TelegramAdapter {
             base,
             token,
             poll_timeout,
+            bot_username: std::sync::Mutex::new(None),
         })
     }
 
@@ -158,15 +161,35 @@ fn id_string(v: &Value) -> Option<String> {
 }
 
 /// Turns one `Update` into an event; updates we do not handle (edits, joins, stickers) give `None`
-/// but still advance the cursor through `update_id`.
-pub fn parse_update(update: &Value) -> Option<MessageEvent> {
+/// but still advance the cursor through `update_id`. `bot` is the bot's username (from `getMe`):
+/// a `@bot` mention marks the message as addressed to us and is removed from the text.
+pub fn parse_update(update: &Value, bot: Option<&str>) -> Option<MessageEvent> {
     let update_id = update.get("update_id")?.as_i64()?;
     let msg = update.get("message")?;
-    let text = msg
+    let mut text = msg
         .get("text")
         .or_else(|| msg.get("caption"))?
         .as_str()?
         .to_string();
+    let mut mentioned = false;
+    if let Some(bot) = bot.filter(|b| !b.is_empty()) {
+        // ASCII lower-casing keeps byte offsets, so `pos` indexes the original text too.
+        let tag = format!("@{}", bot.to_ascii_lowercase());
+        if let Some(pos) = text.to_ascii_lowercase().find(&tag) {
+            mentioned = true;
+            // Commands keep their `@bot` suffix (the command parser drops it).
+            if !text.starts_with('/') {
+                text.replace_range(pos..pos + tag.len(), "");
+                text = text.trim().to_string();
+            }
+        }
+    }
+    let replied_to_bot = msg
+        .get("reply_to_message")
+        .and_then(|r| r.get("from"))
+        .and_then(|f| f.get("is_bot"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     let chat = msg.get("chat")?;
     let chat_type = match chat.get("type").and_then(Value::as_str) {
         Some("private") => ChatType::Dm,
@@ -208,6 +231,7 @@ pub fn parse_update(update: &Value) -> Option<MessageEvent> {
             .and_then(|r| r.get("message_id"))
             .and_then(id_string),
         timestamp: msg.get("date").and_then(Value::as_f64).unwrap_or(0.0),
+        addressed: chat_type == ChatType::Dm || mentioned || replied_to_bot,
     })
 }
 
@@ -234,7 +258,13 @@ impl PlatformAdapter for TelegramAdapter {
     }
 
     async fn connect(&self) -> Result<(), AdapterError> {
-        self.call("getMe", json!({})).await.map(|_| ())
+        let me = self.call("getMe", json!({})).await?;
+        let name = me.get("username").and_then(Value::as_str).map(String::from);
+        *self
+            .bot_username
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = name;
+        Ok(())
     }
 
     async fn receive(&self, cursor: Option<i64>) -> Result<Vec<MessageEvent>, AdapterError> {
@@ -243,10 +273,15 @@ impl PlatformAdapter for TelegramAdapter {
             body["offset"] = Value::from(offset);
         }
         let result = self.call("getUpdates", body).await?;
+        let bot = self
+            .bot_username
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
         let updates = result.as_array().cloned().unwrap_or_default();
         let mut events = Vec::with_capacity(updates.len());
         for update in &updates {
-            match parse_update(update) {
+            match parse_update(update, bot.as_deref()) {
                 Some(e) => events.push(e),
                 None => {
                     // Keep the cursor moving past updates we ignore, as an event with no text
@@ -337,17 +372,39 @@ mod tests {
         let dm = json!({"update_id": 10, "message": {"message_id": 3, "date": 1,
             "from": {"id": 42, "is_bot": false, "first_name": "Ann"},
             "chat": {"id": 42, "type": "private"}, "text": "hi"}});
-        let e = parse_update(&dm).unwrap();
+        let e = parse_update(&dm, None).unwrap();
         assert_eq!((e.platform_update_id, e.text.as_str()), (10, "hi"));
         assert_eq!(e.source.chat_type, ChatType::Dm);
         assert_eq!(e.source.user_id.as_deref(), Some("42"));
         let topic = json!({"update_id": 11, "message": {"message_id": 4,
             "from": {"id": 5}, "chat": {"id": -100, "type": "supergroup", "title": "T"},
             "message_thread_id": 9, "is_topic_message": true, "text": "yo"}});
-        let e = parse_update(&topic).unwrap();
+        let e = parse_update(&topic, None).unwrap();
         assert_eq!(e.source.chat_type, ChatType::Group);
         assert_eq!(e.source.thread_id.as_deref(), Some("9"));
         assert_eq!(e.source.chat_id, "-100");
+    }
+
+    #[test]
+    fn group_messages_are_addressed_by_mention_or_reply() {
+        let group = |text: &str, reply_from_bot: bool| {
+            let mut m = json!({"update_id": 1, "message": {"message_id": 2, "from": {"id": 5},
+                "chat": {"id": -1, "type": "group"}, "text": text}});
+            if reply_from_bot {
+                m["message"]["reply_to_message"] =
+                    json!({"message_id": 1, "from": {"id": 9, "is_bot": true}});
+            }
+            parse_update(&m, Some("HermesBot")).unwrap()
+        };
+        let e = group("hey @hermesbot what's up", false);
+        assert!(e.addressed);
+        assert_eq!(e.text, "hey  what's up");
+        assert!(!group("just chatting", false).addressed);
+        assert!(group("sure", true).addressed);
+        let cmd = group("/new@HermesBot", false);
+        assert_eq!(cmd.command().map(|c| c.0).as_deref(), Some("new"));
+        // Multi-byte text around the mention must not break slicing.
+        assert!(group("ÄÖÜ @hermesbot ß", false).addressed);
     }
 
     #[test]
@@ -360,7 +417,7 @@ mod tests {
             json!({"update_id": 1, "message": {"text": 5, "chat": {"id": 1}}}),
             json!({"update_id": 1, "message": {"text": "t", "chat": {"id": [1]}}}),
         ] {
-            assert!(parse_update(&bad).is_none(), "{bad}");
+            assert!(parse_update(&bad, Some("bot")).is_none(), "{bad}");
         }
     }
 }

@@ -7,7 +7,7 @@
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Held until dropped (closing the file releases the lock).
 pub struct FileLock {
@@ -44,32 +44,70 @@ impl FileLock {
                 path: path.to_path_buf(),
                 source,
             })?;
-        let started = Instant::now();
-        let mut pause = Duration::from_micros(200);
-        loop {
-            // SAFETY: `flock` only reads the descriptor, which `file` keeps open for this call.
-            let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-            if rc == 0 {
-                return Ok(FileLock { _file: file });
-            }
-            let err = std::io::Error::last_os_error();
-            match err.raw_os_error() {
-                Some(code) if code == libc::EWOULDBLOCK || code == libc::EINTR => {}
-                _ => {
-                    return Err(LockError::Lock {
-                        path: path.to_path_buf(),
-                        source: err,
-                    });
-                }
-            }
-            if started.elapsed() >= timeout {
-                return Err(LockError::Timeout {
+        // Uncontended: take it at once.
+        match try_lock(&file) {
+            Ok(true) => return Ok(FileLock { _file: file }),
+            Ok(false) => {}
+            Err(source) => {
+                return Err(LockError::Lock {
                     path: path.to_path_buf(),
-                    waited: timeout,
+                    source,
                 });
             }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(20));
+        }
+        // Contended: wait in the kernel (woken when the holder releases; polling with sleeps
+        // lets a holder that re-locks in a loop starve us) on a helper thread, so the wait can
+        // be bounded. The helper holds a duplicate of the descriptor; if we give up, it drops
+        // its copy once it gets the lock, and with ours gone too the lock is released.
+        let waiter = file.try_clone().map_err(|source| LockError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let result = loop {
+                // SAFETY: `flock` only reads the descriptor, which `waiter` keeps open.
+                let rc = unsafe { libc::flock(waiter.as_raw_fd(), libc::LOCK_EX) };
+                if rc == 0 {
+                    break Ok(());
+                }
+                let err = std::io::Error::last_os_error();
+                if err.raw_os_error() != Some(libc::EINTR) {
+                    break Err(err);
+                }
+            };
+            let _ = tx.send(result.map(|()| waiter));
+        });
+        match rx.recv_timeout(timeout) {
+            Ok(Ok(held)) => {
+                drop(file);
+                Ok(FileLock { _file: held })
+            }
+            Ok(Err(source)) => Err(LockError::Lock {
+                path: path.to_path_buf(),
+                source,
+            }),
+            Err(_) => Err(LockError::Timeout {
+                path: path.to_path_buf(),
+                waited: timeout,
+            }),
+        }
+    }
+}
+
+/// `Ok(true)` when the lock was taken, `Ok(false)` when someone else holds it.
+fn try_lock(file: &File) -> std::io::Result<bool> {
+    loop {
+        // SAFETY: `flock` only reads the descriptor, which `file` keeps open for this call.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc == 0 {
+            return Ok(true);
+        }
+        let err = std::io::Error::last_os_error();
+        match err.raw_os_error() {
+            Some(code) if code == libc::EWOULDBLOCK => return Ok(false),
+            Some(code) if code == libc::EINTR => continue,
+            _ => return Err(err),
         }
     }
 }
@@ -77,6 +115,18 @@ impl FileLock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn waiter_gets_the_lock_when_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.lock");
+        let held = FileLock::acquire(&path, Duration::from_secs(1)).unwrap();
+        let p2 = path.clone();
+        let t = std::thread::spawn(move || FileLock::acquire(&p2, Duration::from_secs(5)).is_ok());
+        std::thread::sleep(Duration::from_millis(50));
+        drop(held);
+        assert!(t.join().unwrap());
+    }
 
     #[test]
     fn second_holder_waits_then_times_out() {

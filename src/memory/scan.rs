@@ -99,7 +99,7 @@ const PATTERNS: &[Pattern] = &[
             f!(),
             r"(?:previous|all|above|prior|earlier)\s+",
             f!(),
-            r"(?:instructions|rules|directions|prompts?)\b"
+            r"(?:instructions|prompts?)\b"
         ),
     ),
     p(
@@ -117,9 +117,8 @@ const PATTERNS: &[Pattern] = &[
         All,
         "tells the model to disregard its rules",
         concat!(
-            r"\bdisregard\s+",
-            f!(),
-            r"(?:rules|instructions|guidelines|guidance|policies|polic(?:y))\b"
+            r"\bdisregard\s+(?:(?:all|any|your|the|of|previous|prior|above|earlier|system)\s+)+",
+            r"(?:rules|instructions|guidelines|guidance|policies|prompts?)\b"
         ),
     ),
     p(
@@ -127,16 +126,15 @@ const PATTERNS: &[Pattern] = &[
         All,
         "asks to bypass safety restrictions",
         concat!(
-            r"\b(?:bypass|circumvent|evade|get\s+around)\s+",
-            f!(),
-            r"(?:restrictions|safety|safeguards|guardrails|filters|limitations)\b"
+            r"\b(?:bypass|circumvent|evade|get\s+around)\s+(?:(?:all|any|your|the|of|these)\s+)*",
+            r"(?:(?:safety|content|ethical|security)\s+)?(?:restrictions|safeguards|guardrails|filters)\b"
         ),
     ),
     p(
         "html_comment_injection",
         All,
         "hides instructions in an HTML comment",
-        r"<!--[^>]*\b(?:ignore|override|system|secret|hidden|instructions?|assistant)\b[^>]*-->",
+        r"<!--[^>]*\b(?:ignore\s+(?:all|any|the|your|previous|prior)|override|disregard|system\s*:|system\s+prompt|assistant\s*:|you\s+(?:are|must|should)|do\s+not\s+tell|secretly)\b[^>]*-->",
     ),
     p(
         "hidden_div",
@@ -158,11 +156,7 @@ const PATTERNS: &[Pattern] = &[
         "deception_hide",
         All,
         "tells the model to hide something from the user",
-        concat!(
-            r"\b(?:do\s+not|don'?t|never)\s+(?:tell|inform|notify|alert|show)\s+",
-            f!(),
-            r"user\b"
-        ),
+        r"\b(?:do\s+not|don'?t|never)\s+(?:tell|inform|notify|alert)\s+(?:the\s+|your\s+)?user\b",
     ),
     p(
         "exfil_curl",
@@ -187,7 +181,7 @@ const PATTERNS: &[Pattern] = &[
         "role_hijack",
         Context,
         "tries to give the model a new role",
-        r"\byou\s+are\s+now\s+(?:a|an|the|my|in)\b",
+        r"\byou\s+are\s+now\s+(?:a|an|the|my)\b",
     ),
     p(
         "role_pretend",
@@ -210,9 +204,8 @@ const PATTERNS: &[Pattern] = &[
         Context,
         "asks to switch off safety filters",
         concat!(
-            r"\b(?:remove|disable|turn\s+off|deactivate)\s+",
-            f!(),
-            r"(?:filters|safety|content\s+polic(?:y|ies)|guardrails|censorship)\b"
+            r"\b(?:remove|disable|turn\s+off|deactivate)\s+(?:(?:all|any|your|the|of)\s+)*",
+            r"(?:(?:safety|content|ethical|moral)\s+)?(?:filters|guardrails|censorship|content\s+polic(?:y|ies))\b"
         ),
     ),
     p(
@@ -232,9 +225,9 @@ const PATTERNS: &[Pattern] = &[
         Context,
         "registers the machine with a remote controller",
         concat!(
-            r"\bregister\s+",
-            f!(),
-            r"(?:as\s+an?\s+)?(?:node|implant|bot|beacon|zombie)\b"
+            r"\bregister\s+(?:(?:this|the|your)\s+)?(?:machine|host|device|computer|system|agent|yourself)\s+",
+            r"(?:as\s+an?\s+(?:\w+\s+)?)?(?:node|implant|bot|beacon|zombie)\b",
+            r"|\bregister\s+(?:\w+\s+){0,2}(?:implant|zombie|beacon)s?\b"
         ),
     ),
     p(
@@ -242,9 +235,8 @@ const PATTERNS: &[Pattern] = &[
         Context,
         "sends periodic heartbeats to a remote host",
         concat!(
-            r"\b(?:send|post|emit)\s+",
-            f!(),
-            r"heartbeats?\s+(?:to|every)\b"
+            r"\b(?:send|post|emit)\s+(?:\w+\s+){0,4}heartbeats?\s+(?:\w+\s+){0,4}to\s+",
+            r"(?:https?://|(?:the\s+)?(?:c2|controller|operator|command\s+server)\b)"
         ),
     ),
     p(
@@ -267,7 +259,7 @@ const PATTERNS: &[Pattern] = &[
         "forced_action",
         Context,
         "orders the agent to register, beacon or report somewhere",
-        r"\byou\s+must\s+(?:immediately\s+|now\s+|first\s+|always\s+)?(?:register|beacon|report\s+(?:back\s+)?to|connect\s+(?:back\s+)?to)\b",
+        r"\byou\s+must\s+(?:immediately\s+|now\s+|first\s+|always\s+)?(?:register\s+(?:with|at)|beacon|(?:report|connect)\s+(?:back\s+)?to\s+(?:the\s+)?(?:server|controller|operator|c2|hub|https?://|\d))",
     ),
     p(
         "anti_forensic_oneliner",

@@ -178,14 +178,22 @@ impl SkillStore {
         if !root.is_dir() {
             return;
         }
+        // Symlinks are not followed by the walk (following costs a stat per entry); a symlink
+        // to a skill directory still counts as a skill below.
         let mut walk = walkdir::WalkDir::new(root)
-            .follow_links(true)
+            .follow_links(false)
             .max_depth(MAX_DEPTH)
             .sort_by_file_name()
             .into_iter();
         while let Some(entry) = walk.next() {
             let Ok(entry) = entry else { continue };
-            if !entry.file_type().is_dir() || entry.depth() == 0 {
+            if entry.depth() == 0 {
+                continue;
+            }
+            let is_dir = entry.file_type().is_dir()
+                || (entry.path_is_symlink()
+                    && std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()));
+            if !is_dir {
                 continue;
             }
             let dir_name = entry.file_name().to_string_lossy().into_owned();
@@ -197,15 +205,13 @@ impl SkillStore {
                 continue;
             }
             let category = category_of(root, entry.path());
-            if entry.depth() == 1 && !scan.categories.contains_key(&dir_name) {
-                let desc = category_description(entry.path());
-                if desc.is_some() || !entry.path().join("SKILL.md").exists() {
-                    scan.categories.insert(dir_name.clone(), desc);
-                }
-            }
             let skill_md = entry.path().join("SKILL.md");
             // A SKILL.md that is itself a symlink could point anywhere: not followed.
             let Ok(meta) = std::fs::symlink_metadata(&skill_md) else {
+                if entry.depth() == 1 && !scan.categories.contains_key(&dir_name) {
+                    scan.categories
+                        .insert(dir_name.clone(), category_description(entry.path()));
+                }
                 continue;
             };
             walk.skip_current_dir();
@@ -246,7 +252,6 @@ impl SkillStore {
                     }));
                 }
                 Err(error) => {
-                    tracing::warn!(path = %skill_md.display(), %error, "skipping invalid skill");
                     scan.invalid.push(InvalidSkill {
                         name: dir_name,
                         category,
@@ -400,6 +405,10 @@ fn parse_cached(path: &Path, meta: &std::fs::Metadata) -> Result<Arc<SkillDoc>, 
         }
     }
     let parsed = read_and_parse(path, len).map(Arc::new);
+    if let Err(error) = &parsed {
+        // Logged when first read (or changed), not on every scan.
+        tracing::warn!(path = %path.display(), %error, "skipping invalid skill");
+    }
     let mut cache = CACHE.lock().unwrap_or_else(|p| p.into_inner());
     cache.insert(
         path.to_path_buf(),
@@ -618,6 +627,24 @@ mod tests {
             scan.invalid[0].error
         );
         assert_eq!(scan.hidden, ["mac-only"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlinked_skill_directory_counts() {
+        let root = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let real = write_skill(
+            elsewhere.path(),
+            "linked",
+            "name: linked\ndescription: d",
+            "b",
+        );
+        std::fs::create_dir_all(root.path().join("cat")).unwrap();
+        std::os::unix::fs::symlink(&real, root.path().join("cat/linked")).unwrap();
+        let scan = SkillStore::new(root.path()).scan();
+        assert_eq!(scan.skills.len(), 1);
+        assert_eq!(scan.skills[0].category.as_deref(), Some("cat"));
     }
 
     #[test]

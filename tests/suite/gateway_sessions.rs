@@ -162,3 +162,85 @@ fn dangerous_command_waits_for_approve_and_deny_or_timeout_refuse() {
     // An unauthorised user cannot approve anything.
     assert!(gw.tg.sends_to(666).is_empty());
 }
+
+#[test]
+fn idle_session_is_evicted_and_resumed_from_state_db() {
+    let mut gw = Gw::new([Reply::text("first answer"), Reply::text("second answer")]);
+    gw.config("gateway:\n  session_idle_seconds: 1\n");
+    gw.install_event_logger();
+    gw.start();
+    gw.tg.push_text(42, "remember me");
+    gw.tg
+        .wait_sends(WAIT, |s| s.iter().any(|m| m.text == "first answer"));
+    // After the idle limit the worker and its agent leave memory (the hook sees session:end).
+    let start = Instant::now();
+    while !gw
+        .hook_events()
+        .iter()
+        .any(|(e, c)| e == "session:end" && c["reason"] == "idle")
+    {
+        assert!(
+            start.elapsed() < WAIT,
+            "no idle eviction: {:?}",
+            gw.hook_events()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    gw.tg.push_text(42, "still there?");
+    gw.tg
+        .wait_sends(WAIT, |s| s.iter().any(|m| m.text == "second answer"));
+    // The resumed session is the same one: the model saw the first exchange.
+    let second = gw.llm.requests()[1].to_string();
+    assert!(
+        second.contains("remember me") && second.contains("first answer"),
+        "{second}"
+    );
+    let db = gw.env.db();
+    let sessions: i64 = db
+        .query_row(
+            "SELECT COUNT(*) FROM sessions WHERE source = 'telegram'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(sessions, 1);
+}
+
+#[test]
+fn in_groups_only_mentions_are_answered_and_each_user_has_a_session() {
+    let mut gw = Gw::new([Reply::text("hi 42"), Reply::text("hi 100")]);
+    gw.start();
+    gw.tg
+        .push_chat(-500, 42, "supergroup", "just chatting among humans");
+    gw.tg
+        .push_chat(-500, 42, "supergroup", "@hermes_test_bot hello");
+    let sends = gw
+        .tg
+        .wait_sends(WAIT, |s| s.iter().any(|m| m.text == "hi 42"));
+    assert_eq!(
+        sends.len(),
+        1,
+        "the unaddressed message got no answer: {sends:#?}"
+    );
+    assert_eq!(sends[0].chat_id, -500);
+    // The mention is not part of what the model reads.
+    let first = gw.llm.requests()[0].to_string();
+    assert!(
+        first.contains("hello") && !first.contains("@hermes_test_bot"),
+        "{first}"
+    );
+    gw.tg
+        .push_chat(-500, 100, "supergroup", "@hermes_test_bot me too");
+    gw.tg
+        .wait_sends(WAIT, |s| s.iter().any(|m| m.text == "hi 100"));
+    let second = gw.llm.requests()[1].to_string();
+    assert!(
+        !second.contains("hi 42"),
+        "another user's group session is separate: {second}"
+    );
+    let db = gw.env.db();
+    let keys: i64 = db
+        .query_row("SELECT COUNT(*) FROM gateway_routing WHERE session_key LIKE 'agent:main:telegram:group:-500:%'", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(keys, 2);
+}

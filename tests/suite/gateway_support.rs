@@ -56,6 +56,58 @@ impl Gw {
         self.tg.wait_polls(polls, 1, Duration::from_secs(20));
     }
 
+    /// Installs the repository's example hook (`hooks/event-logger`) into the test home.
+    pub fn install_event_logger(&self) {
+        let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("hooks/event-logger");
+        let dest = self.env.home_path().join("hooks/event-logger");
+        std::fs::create_dir_all(&dest).unwrap();
+        for f in ["HOOK.yaml", "handler"] {
+            std::fs::copy(example.join(f), dest.join(f)).unwrap();
+        }
+    }
+
+    /// Events the example hook logged so far: (event, context).
+    pub fn hook_events(&self) -> Vec<(String, serde_json::Value)> {
+        let log = self.env.home_path().join("logs/hook-events.jsonl");
+        std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| Some((v["event"].as_str()?.to_string(), v["context"].clone())))
+            .collect()
+    }
+
+    /// Starts `hermes gateway run` serving only the API server on a free port; returns its
+    /// base URL (`http://127.0.0.1:PORT`) once it accepts connections.
+    pub fn start_api(&mut self, key: &str) -> String {
+        assert!(self.child.is_none(), "already running");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = self
+            .env
+            .spawnable(&self.llm.base_url(), &["gateway", "run"])
+            .env("API_SERVER_KEY", key)
+            .env("API_SERVER_PORT", port.to_string())
+            .env("HERMES_RETRY_BASE_DELAY_MS", "5")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        let start = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "API server never listened"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        format!("http://127.0.0.1:{port}")
+    }
+
     fn signal(&mut self, sig: i32) -> ExitStatus {
         let mut child = self.child.take().expect("running");
         unsafe {

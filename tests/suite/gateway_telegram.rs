@@ -230,3 +230,109 @@ fn streamed_answer_is_edits_of_one_message_and_nothing_else() {
         "the final edit is the whole answer"
     );
 }
+
+#[test]
+fn status_reports_health_and_send_delivers_one_message() {
+    use crate::support::fake_telegram::TOKEN;
+    let mut gw = Gw::new([]);
+    gw.start();
+    let status = |gw: &Gw| -> serde_json::Value {
+        let out = gw
+            .env
+            .bare_cmd()
+            .args(["gateway", "status", "--json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    gw.settle(2); // at least one poll has completed
+    let running = status(&gw);
+    assert_eq!(
+        running["platforms"]["telegram"]["status"], "connected",
+        "{running}"
+    );
+    assert_eq!(running["platforms"]["telegram"]["process_alive"], true);
+    assert!(
+        running["platforms"]["telegram"]["seconds_since_last_ok"]
+            .as_f64()
+            .is_some()
+    );
+    assert_eq!(running["pending_deliveries"], 0);
+    assert!(gw.stop().success());
+    let stopped = status(&gw);
+    assert_eq!(
+        stopped["platforms"]["telegram"]["status"], "stopped",
+        "{stopped}"
+    );
+
+    let send = |target: &str, text: &str| {
+        gw.env
+            .bare_cmd()
+            .env("TELEGRAM_BOT_TOKEN", TOKEN)
+            .env("TELEGRAM_API_BASE_URL", gw.tg.base_url())
+            .args(["send", target, text])
+            .output()
+            .unwrap()
+    };
+    let out = send("telegram:42", "from a script");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sends = gw.tg.sends();
+    assert_eq!(sends.len(), 1);
+    assert_eq!(
+        (sends[0].chat_id, sends[0].text.as_str()),
+        (42, "from a script")
+    );
+    for bad in ["telegram", ":42", "nowhere:1"] {
+        let out = send(bad, "x");
+        assert!(!out.status.success(), "{bad} is refused");
+        assert!(
+            !String::from_utf8_lossy(&out.stderr).contains(TOKEN),
+            "the token never leaks"
+        );
+    }
+    assert_eq!(gw.tg.sends().len(), 1);
+}
+
+#[test]
+fn unknown_dm_user_pairs_with_a_code_the_owner_approves() {
+    let mut gw = Gw::new([Reply::text("welcome aboard")]);
+    gw.start();
+    gw.tg.push_text(777, "hello?");
+    let sends = gw.tg.wait_sends(WAIT, |s| !s.is_empty());
+    let text = &sends[0].text;
+    let code: String = text
+        .split_whitespace()
+        .find(|w| {
+            w.len() == 8
+                && w.chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+        })
+        .unwrap_or_else(|| panic!("a pairing code in {text}"))
+        .to_string();
+    assert_eq!(gw.llm.request_count(), 0);
+    let approve = |code: &str| {
+        gw.env
+            .bare_cmd()
+            .args(["pairing", "approve", "telegram", code])
+            .output()
+            .unwrap()
+    };
+    let wrong = approve("ZZZZ9999");
+    assert!(!wrong.status.success(), "an unknown code is refused");
+    let ok = approve(&code);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    gw.tg.push_text(777, "now?");
+    let sends = gw
+        .tg
+        .wait_sends(WAIT, |s| s.iter().any(|m| m.text == "welcome aboard"));
+    assert_eq!(sends.len(), 2, "{sends:#?}");
+}

@@ -163,13 +163,15 @@ fn two_processes_add_concurrently() {
                 ])
                 .env("HERMES_TEST_MEMORY_DIR", dir.path())
                 .env("HERMES_TEST_WRITER", tag)
-                .stdout(std::process::Stdio::null())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
                 .spawn()
                 .unwrap()
         })
         .collect();
-    for mut c in children {
-        assert!(c.wait().unwrap().success());
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
     }
     let text = std::fs::read_to_string(dir.path().join("MEMORY.md")).unwrap();
     let entries: Vec<&str> = text.split("\n§\n").collect();
@@ -411,7 +413,7 @@ fn repl_memory_command_lists_the_notes() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(
-        text.contains("USER.md — 2% — 29/1,375 chars\n[1] Name: Ada\n[2] Likes short answers"),
+        text.contains("USER.md — 2% — 31/1,375 chars\n[1] Name: Ada\n[2] Likes short answers"),
         "{text}"
     );
     assert!(!text.contains("MEMORY.md —"), "{text}");

@@ -396,4 +396,62 @@ mod tests {
     fn summary_message_snapshot() {
         insta::assert_snapshot!(wrap("## Goal\nfix tests"));
     }
+
+    #[test]
+    fn summary_wrapper_round_trips_and_rejects_plain_text() {
+        let wrapped = wrap("  body\n");
+        assert_eq!(parse(&wrapped), Some(("body".to_string(), None)));
+        assert_eq!(parse("hello [CONTEXT CHECKPOINT"), None);
+        let legacy = "[CONTEXT COMPACTION — REFERENCE ONLY] stuff\n--- END OF CONTEXT SUMMARY — respond ---\nuser text";
+        let (s, rest) = parse(legacy).unwrap();
+        assert!(s.contains("stuff"));
+        assert_eq!(rest.as_deref(), Some("user text"));
+        // A truncated wrapper (no end marker) still parses instead of leaking the prefix.
+        let (s, rest) = parse(&format!("{SUMMARY_PREFIX}\n\npartial")).unwrap();
+        assert_eq!((s.as_str(), rest), ("partial", None));
+    }
+
+    #[test]
+    fn fallback_is_bounded_and_readable() {
+        let mut middle = Vec::new();
+        for i in 0..200 {
+            let c = ToolCall {
+                id: format!("c{i}"),
+                name: "write_file".into(),
+                arguments: format!(
+                    r#"{{"path":"src/f{i}.rs","content":"{}"}}"#,
+                    "q".repeat(5_000)
+                ),
+            };
+            middle.push(Message::user(format!("ask {i} {}", "w".repeat(2_000))));
+            middle.push(Message::assistant(
+                Some(format!("<think>secret plan</think>done {i}")),
+                vec![c.clone()],
+            ));
+            middle.push(Message::tool_result(&c, "ok"));
+        }
+        let f = fallback(Some(&"p".repeat(10_000)), &middle);
+        assert!(f.chars().count() <= 8_000);
+        assert!(f.contains("## Relevant Files") && f.contains("src/f199.rs"));
+        assert!(f.contains("done 199") && !f.contains("secret plan"));
+        assert!(f.contains("190 earlier requests not listed"));
+    }
+
+    #[test]
+    fn transcript_caps_long_messages_and_arguments() {
+        let c = ToolCall {
+            id: "c".into(),
+            name: "write_file".into(),
+            arguments: "a".repeat(5_000),
+        };
+        let msgs = vec![
+            Message::user(format!("{}MIDDLE{}", "h".repeat(5_000), "t".repeat(5_000))),
+            Message::assistant(None, vec![c.clone()]),
+            Message::tool_result(&c, "MEDIA:/tmp/cat.png\nseen"),
+        ];
+        let t = transcript(&msgs);
+        assert!(t.contains("...[truncated]...") && !t.contains("MIDDLE"));
+        assert!(t.contains(&format!("write_file({}...)", "a".repeat(1_200))));
+        assert!(t.contains("[TOOL RESULT c]: [media attachment]\nseen"));
+    }
 }

@@ -3,7 +3,9 @@
 //! routing (Python's `gateway_routing` table) and small key/value state (poll cursors, health).
 //!
 //! Our own tables are created idempotently by [`SessionStore::gateway_init`]; Python Hermes
-//! ignores tables it does not know.
+//! ignores tables it does not know. DM pairing lives in the child module `pairing`.
+
+mod pairing;
 
 use rusqlite::{OptionalExtension, params};
 
@@ -57,7 +59,8 @@ impl SessionStore {
     /// Creates the gateway tables if missing (safe to call on every start).
     pub fn gateway_init(&self) -> Result<(), StoreError> {
         self.write("create the gateway tables", |tx| {
-            tx.execute_batch(GATEWAY_SCHEMA)
+            tx.execute_batch(GATEWAY_SCHEMA)?;
+            tx.execute_batch(pairing::PAIRING_SCHEMA)
         })
     }
 
