@@ -255,7 +255,9 @@ impl CredentialPool {
         let cooldown = match err.reason {
             FailoverReason::RateLimit => {
                 self.rate_limit_streak += 1;
-                if self.rate_limit_streak < 2 {
+                // The last usable key is never put to rest for a rate limit: the retry policy
+                // backs off on it instead, and a restart does not lock the user out.
+                if self.rate_limit_streak < 2 || self.pick(Some(self.current)).is_none() {
                     return PoolAction::RetrySame;
                 }
                 Some(
@@ -511,6 +513,19 @@ mod tests {
         .unwrap();
         assert_eq!(again.current_key(), Some("k-good"));
         assert!(again.describe_exhausted().contains("…dead"));
+    }
+
+    #[test]
+    fn the_last_key_is_not_rested_for_rate_limits() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut pool = pool_with(dir.path(), &["k-only"]);
+        for _ in 0..5 {
+            assert_eq!(
+                pool.on_failure(&err(FailoverReason::RateLimit)),
+                PoolAction::RetrySame
+            );
+        }
+        assert_eq!(pool.current_key(), Some("k-only"));
     }
 
     #[test]

@@ -146,7 +146,9 @@ impl Failover {
             && let Some(pool) = &mut self.pool
         {
             match pool.on_failure(err) {
-                PoolAction::RetrySame => return FailoverStep::Retry,
+                PoolAction::RetrySame if retries_left => return FailoverStep::Retry,
+                // Retries on this key are used up: try the fallback chain below.
+                PoolAction::RetrySame => {}
                 PoolAction::Rotate(_) => {
                     let hint = pool.current().map(|c| c.hint()).unwrap_or_default();
                     if let Some(client) = self.primary_client() {

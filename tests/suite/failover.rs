@@ -22,7 +22,8 @@ fn auth(mock: &MockLlm, i: usize) -> String {
     mock.header(i, "authorization").unwrap_or_default()
 }
 
-const RATE_LIMITED: &str = r#"{"error":{"message":"Rate limit reached for requests","type":"rate_limit_error"}}"#;
+const RATE_LIMITED: &str =
+    r#"{"error":{"message":"Rate limit reached for requests","type":"rate_limit_error"}}"#;
 
 #[test]
 fn rate_limited_key_rotates_and_the_cooldown_survives_a_restart() {
@@ -33,23 +34,46 @@ fn rate_limited_key_rotates_and_the_cooldown_survives_a_restart() {
         Reply::text("answered with the second key"),
         Reply::text("second run"),
     ]);
-    write_pool(env.home_path(), &mock.base_url(), &["sk-first-1111", "sk-second-2222"]);
-    let out = env.cmd(&mock.base_url()).args(["-z", "hi"]).output().unwrap();
+    write_pool(
+        env.home_path(),
+        &mock.base_url(),
+        &["sk-first-1111", "sk-second-2222"],
+    );
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "hi"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), "answered with the second key\n");
     assert_eq!(auth(&mock, 0), "Bearer sk-first-1111");
-    assert_eq!(auth(&mock, 1), "Bearer sk-first-1111", "a first 429 retries the same key");
+    assert_eq!(
+        auth(&mock, 1),
+        "Bearer sk-first-1111",
+        "a first 429 retries the same key"
+    );
     assert_eq!(auth(&mock, 2), "Bearer sk-second-2222");
 
     // The cooldown is in auth.json: a new process starts on the second key.
-    let out = env.cmd(&mock.base_url()).args(["-z", "again"]).output().unwrap();
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "again"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(mock.request_count(), 4);
     assert_eq!(auth(&mock, 3), "Bearer sk-second-2222");
     let doc: Value =
-        serde_json::from_str(&std::fs::read_to_string(env.home_path().join("auth.json")).unwrap()).unwrap();
-    let pool = doc["credential_pool"][format!("custom:{}", mock.base_url())].as_array().unwrap().clone();
-    let first = pool.iter().find(|e| e["access_token"] == "sk-first-1111").unwrap();
+        serde_json::from_str(&std::fs::read_to_string(env.home_path().join("auth.json")).unwrap())
+            .unwrap();
+    let pool = doc["credential_pool"][format!("custom:{}", mock.base_url())]
+        .as_array()
+        .unwrap()
+        .clone();
+    let first = pool
+        .iter()
+        .find(|e| e["access_token"] == "sk-first-1111")
+        .unwrap();
     assert_eq!(first["last_status"], "exhausted");
     assert_eq!(first["last_error_reason"], "rate_limit");
 }
@@ -62,17 +86,35 @@ fn revoked_key_is_dead_across_restarts_and_named() {
         r#"{"error":{"message":"This API key has been revoked","code":"token_revoked"}}"#,
     )]);
     write_pool(env.home_path(), &mock.base_url(), &["sk-revoked-9999"]);
-    let out = env.cmd(&mock.base_url()).args(["-z", "hi"]).output().unwrap();
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "hi"])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     let err = stderr(&out);
-    assert!(err.contains("revoked") && err.contains("…9999") && err.contains("dead"), "{err}");
-    assert!(!err.contains("sk-revoked-9999"), "the key itself is never printed: {err}");
+    assert!(
+        err.contains("revoked") && err.contains("…9999") && err.contains("dead"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("sk-revoked-9999"),
+        "the key itself is never printed: {err}"
+    );
     assert_eq!(mock.request_count(), 1);
 
     // Restart: no request is sent with a key known to be dead.
-    let out = env.cmd(&mock.base_url()).args(["-z", "hi again"]).output().unwrap();
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "hi again"])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("no usable API key"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no usable API key"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(mock.request_count(), 1);
 }
 
@@ -105,5 +147,37 @@ fn exhausted_primary_falls_back_for_the_turn_only() {
     assert!(text.contains("the primary is back"), "{text}");
     assert_eq!(fallback.request_count(), 1);
     assert_eq!(fallback.requests()[0]["model"], "fallback-model");
-    assert_eq!(primary.request_count(), 7, "six 429s, then the next turn starts on the primary");
+    assert_eq!(
+        primary.request_count(),
+        7,
+        "six 429s, then the next turn starts on the primary"
+    );
+}
+
+#[test]
+fn single_key_rides_out_a_short_rate_limit_storm() {
+    let env = TestEnv::new();
+    let mut script: Vec<Reply> = (0..3)
+        .map(|_| Reply::error(429, RATE_LIMITED).header("retry-after", "0.2"))
+        .collect();
+    script.push(Reply::text("made it"));
+    script.push(Reply::text("next run"));
+    let mock = MockLlm::with_script(script);
+    write_pool(env.home_path(), &mock.base_url(), &["sk-single-7777"]);
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "hi"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "made it\n");
+    assert_eq!(mock.request_count(), 4);
+    // The key was not put to rest: the next run uses it at once.
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "again"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(auth(&mock, 4), "Bearer sk-single-7777");
 }
