@@ -181,3 +181,30 @@ fn single_key_rides_out_a_short_rate_limit_storm() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(auth(&mock, 4), "Bearer sk-single-7777");
 }
+
+#[test]
+fn pooled_key_storm_falls_back_after_its_retries() {
+    let env = TestEnv::new();
+    let fallback = MockLlm::with_script([Reply::text("fallback answered")]);
+    let primary = MockLlm::with_script(
+        (0..6).map(|_| Reply::error(429, RATE_LIMITED).header("retry-after", "0")),
+    );
+    write_pool(env.home_path(), &primary.base_url(), &["sk-pooled-5555"]);
+    std::fs::write(
+        env.home_path().join("config.yaml"),
+        format!(
+            "fallback_providers:\n  - provider: custom\n    base_url: {}\n    model: fallback-model\n",
+            fallback.base_url()
+        ),
+    )
+    .unwrap();
+    let out = env
+        .cmd(&primary.base_url())
+        .args(["-z", "hi"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "fallback answered\n");
+    assert_eq!(primary.request_count(), 6);
+    assert_eq!(fallback.request_count(), 1);
+}
