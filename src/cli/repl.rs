@@ -228,7 +228,7 @@ impl Repl {
             SlashCommand::Undo => match runtime.block_on(self.agent.undo()) {
                 Ok(0) => println!("nothing to undo"),
                 Ok(n) => println!(
-                    "removed the last exchange ({n} messages; still searchable in state.db)"
+                    "removed the last exchange ({n} messages; the rows stay in state.db, hidden)"
                 ),
                 Err(e) => eprintln!("error: {e}"),
             },

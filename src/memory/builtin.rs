@@ -341,8 +341,20 @@ impl MemoryStore {
             return None;
         }
         let usage = self.usage(target, &entries);
-        let shown: Vec<String> = entries
+        // A hand-edited file far over its limit must not flood every prompt: entries are shown
+        // in order while they fit in twice the limit, the rest are counted.
+        let budget = usage.limit.saturating_mul(2);
+        let mut used = 0usize;
+        let fitting: Vec<&String> = entries
             .iter()
+            .take_while(|e| {
+                used += e.chars().count() + ENTRY_DELIMITER.chars().count();
+                used <= budget + ENTRY_DELIMITER.chars().count()
+            })
+            .collect();
+        let left_out = entries.len() - fitting.len();
+        let mut shown: Vec<String> = fitting
+            .into_iter()
             .map(|e| {
                 let findings = scan::scan(e, Scope::Strict);
                 if findings.is_empty() {
@@ -357,6 +369,12 @@ impl MemoryStore {
                 }
             })
             .collect();
+        if left_out > 0 {
+            shown.push(format!(
+                "[{left_out} more entries of {} are over the limit and not shown; consolidate them with the memory tool.]",
+                target.file_name()
+            ));
+        }
         Some(format!(
             "{RULE}\n{} [{usage}]\n{RULE}\n{}",
             target.title(),

@@ -189,3 +189,21 @@ fn threads_adding_concurrently_lose_nothing() {
     let s = MemoryStore::new(dir.path(), settings);
     assert_eq!(s.read(Target::Memory).unwrap().len(), 100);
 }
+
+#[test]
+fn oversized_hand_edited_file_does_not_flood_the_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(dir.path());
+    let entries: Vec<String> = (0..5_000).map(|i| format!("entry number {i}")).collect();
+    std::fs::write(s.path(Target::Memory), entries.join(ENTRY_DELIMITER)).unwrap();
+    let block = s.render_block(Target::Memory).unwrap();
+    assert!(block.chars().count() < 2 * 2_200 + 400, "{}", block.len());
+    assert!(block.contains("entry number 0\n§\nentry number 1"));
+    assert!(
+        block.contains("more entries of MEMORY.md are over the limit"),
+        "{block}"
+    );
+    // Within the limit everything shows.
+    std::fs::write(s.path(Target::Memory), "a\n§\nb").unwrap();
+    assert!(s.render_block(Target::Memory).unwrap().ends_with("a\n§\nb"));
+}

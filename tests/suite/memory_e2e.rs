@@ -3,6 +3,7 @@
 //! with their pattern id; two processes writing at once lose nothing; the background review
 //! saves facts; a slow provider never holds a turn up; the local provider recalls past turns.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -150,7 +151,13 @@ fn concurrent_writer_child() {
 #[test]
 fn two_processes_add_concurrently() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = std::env::current_exe().unwrap();
+    // `/proc/self/exe` still runs this test binary when a concurrent build has replaced the
+    // file on disk (current_exe() would then name a deleted path).
+    let exe = if Path::new("/proc/self/exe").exists() {
+        std::path::PathBuf::from("/proc/self/exe")
+    } else {
+        std::env::current_exe().unwrap()
+    };
     let children: Vec<_> = ["a", "b"]
         .iter()
         .map(|tag| {
@@ -287,6 +294,16 @@ fn local_provider_recalls_an_earlier_session() {
         .unwrap();
     assert_eq!(content, "Which port does staging postgres use?");
     assert_eq!(api.as_deref(), Some(user.as_str()));
+    // Resuming replays the identical bytes for the earlier turn.
+    mock.push(Reply::text("You're welcome."));
+    let second = env.session_ids()[1].clone();
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-r", &second, "-z", "thanks"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(mock.requests()[2]["messages"][1]["content"], user.as_str());
 }
 
 struct SleepyProvider;

@@ -4,8 +4,9 @@
 //! Tests queue updates (`push_text`), re-deliver an update regardless of the offset
 //! (`redeliver`), make the next sends answer 429 with `retry_after` (`rate_limit`), make
 //! `sendMessage` hang without recording anything (`stall_sends`, to kill the gateway "before the
-//! send"), and read every recorded call (`sends`, `calls`). `getUpdates` long-polls (checks every
-//! 10 ms, at most 1 s) and honours `offset` like Telegram: updates below it are forgotten.
+//! send"), and read every recorded call (`sends`, `calls`). `getUpdates` long-polls (woken at
+//! once by a new update, at most 1 s) and honours `offset` like Telegram: updates below it are
+//! forgotten.
 
 #![allow(dead_code, clippy::expect_used)]
 
@@ -51,10 +52,16 @@ struct FakeState {
     offsets: Vec<Option<i64>>,
 }
 
-type Shared = Arc<Mutex<FakeState>>;
+struct Inner {
+    state: Mutex<FakeState>,
+    /// Wakes long polls as soon as an update is queued.
+    notify: tokio::sync::Notify,
+}
+
+type Shared = Arc<Inner>;
 
 fn lock(s: &Shared) -> MutexGuard<'_, FakeState> {
-    s.lock().unwrap_or_else(|p| p.into_inner())
+    s.state.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 pub struct FakeTelegram {
@@ -69,11 +76,14 @@ impl FakeTelegram {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind fake telegram");
         listener.set_nonblocking(true).expect("nonblocking");
         let addr = listener.local_addr().expect("addr");
-        let shared: Shared = Arc::new(Mutex::new(FakeState {
-            next_update: 1000,
-            next_message: 1,
-            ..FakeState::default()
-        }));
+        let shared: Shared = Arc::new(Inner {
+            state: Mutex::new(FakeState {
+                next_update: 1000,
+                next_message: 1,
+                ..FakeState::default()
+            }),
+            notify: tokio::sync::Notify::new(),
+        });
         let app = Router::new()
             .route("/{bot}/{method}", post(handle))
             .with_state(shared.clone());
@@ -130,6 +140,8 @@ impl FakeTelegram {
         });
         s.all.push(update.clone());
         s.updates.push(update);
+        drop(s);
+        self.shared.notify.notify_waiters();
         uid
     }
 
@@ -143,6 +155,8 @@ impl FakeTelegram {
             .cloned()
             .expect("known update");
         s.redeliver.push_back(update);
+        drop(s);
+        self.shared.notify.notify_waiters();
     }
 
     /// The next `n` sends answer 429 with `retry_after` seconds.
@@ -294,6 +308,10 @@ async fn get_updates(shared: Shared, body: Value) -> Response {
     }
     let start = Instant::now();
     loop {
+        // Registered before looking, so a push between the look and the wait is not missed.
+        let notified = shared.notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
         {
             let mut s = lock(&shared);
             if let Some(o) = offset {
@@ -307,9 +325,9 @@ async fn get_updates(shared: Shared, body: Value) -> Response {
                 return ok(Value::Array(out));
             }
         }
-        if start.elapsed() >= timeout {
+        let Some(left) = timeout.checked_sub(start.elapsed()) else {
             return ok(json!([]));
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        let _ = tokio::time::timeout(left, notified).await;
     }
 }

@@ -1,0 +1,163 @@
+//! Gateway benchmark: the real `hermes gateway run` against the fake Telegram Bot API and the
+//! scripted mock LLM (answers at 0 ms). Prints: idle RSS, end-to-end latency per inbound message
+//! (push → reply recorded; includes the mock LLM round trip and every state.db commit), RSS with
+//! 1,000 sessions just created and after they went idle (evicted), and RSS across a bounded soak
+//! (rounds of messages over many chats) to show it stays flat. Figures are printed, not asserted.
+//!
+//! `cargo bench --bench gateway` (release). `--profile dev` works for a quick look.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../tests/support/fake_telegram.rs"]
+mod fake_telegram;
+#[path = "../tests/support/mock_llm.rs"]
+mod mock_llm;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fake_telegram::{FakeTelegram, TOKEN};
+use mock_llm::{MockLlm, Reply};
+
+const LATENCY_RUNS: usize = 50;
+const SESSIONS: i64 = 1000;
+const SOAK_ROUNDS: usize = 5;
+const SOAK_MESSAGES: i64 = 400;
+const SOAK_CHATS: i64 = 100;
+
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.1} MiB", kib as f64 / 1024.0)
+}
+
+fn wait_sends(tg: &FakeTelegram, n: usize, limit: Duration) {
+    let start = Instant::now();
+    while tg.sends().len() < n {
+        assert!(
+            start.elapsed() < limit,
+            "only {} of {n} answers",
+            tg.sends().len()
+        );
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+fn main() {
+    let bin = env!("CARGO_BIN_EXE_hermes");
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        "gateway:\n  session_idle_seconds: 2\n",
+    )
+    .unwrap();
+    let tg = FakeTelegram::start();
+    let llm = MockLlm::start();
+    let mut child: Child = Command::new(bin)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .env("HERMES_HOME", home.path())
+        .env("CUSTOM_BASE_URL", llm.base_url())
+        .env("TELEGRAM_BOT_TOKEN", TOKEN)
+        .env("TELEGRAM_API_BASE_URL", tg.base_url())
+        .env("GATEWAY_ALLOW_ALL_USERS", "true")
+        .current_dir(cwd.path())
+        .args([
+            "--provider",
+            "custom",
+            "-m",
+            "bench-model",
+            "gateway",
+            "run",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    tg.wait_polls(0, 1, Duration::from_secs(30));
+    std::thread::sleep(Duration::from_secs(1));
+    println!("hermes gateway benchmark\nbinary: {bin}");
+    println!("idle RSS: {} (target ≤ 20 MiB)", mib(rss_kib(pid)));
+
+    let mut times = Vec::new();
+    for i in 0..LATENCY_RUNS {
+        llm.push(Reply::text("ok"));
+        let t = Instant::now();
+        tg.push_text(42, &format!("ping {i}"));
+        wait_sends(&tg, i + 1, Duration::from_secs(30));
+        times.push(t.elapsed());
+    }
+    times.sort();
+    println!(
+        "end to end per inbound message: median {:?}, p90 {:?} (target ≤ 5 ms overhead)",
+        times[times.len() / 2],
+        times[times.len() * 9 / 10]
+    );
+
+    let before = tg.sends().len();
+    for _ in 0..SESSIONS {
+        llm.push(Reply::text("ok"));
+    }
+    let t = Instant::now();
+    for user in 0..SESSIONS {
+        tg.push_text(100_000 + user, "hello");
+    }
+    wait_sends(&tg, before + SESSIONS as usize, Duration::from_secs(600));
+    println!(
+        "{SESSIONS} new sessions answered in {:?}; RSS right after: {} (target ≤ 60 MiB)",
+        t.elapsed(),
+        mib(rss_kib(pid))
+    );
+    std::thread::sleep(Duration::from_secs(4));
+    println!("RSS after they went idle (evicted): {}", mib(rss_kib(pid)));
+
+    let mut samples = Vec::new();
+    for round in 0..SOAK_ROUNDS {
+        let before = tg.sends().len();
+        for _ in 0..SOAK_MESSAGES {
+            llm.push(Reply::text("ok"));
+        }
+        for m in 0..SOAK_MESSAGES {
+            tg.push_text(
+                200_000 + (m % SOAK_CHATS),
+                &format!("round {round} message {m}"),
+            );
+        }
+        // Queued acknowledgements are sends too: wait for all the answers.
+        let start = Instant::now();
+        while tg.sends()[before..]
+            .iter()
+            .filter(|s| s.text == "ok")
+            .count()
+            < SOAK_MESSAGES as usize
+        {
+            assert!(
+                start.elapsed() < Duration::from_secs(600),
+                "soak round stuck"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        samples.push(rss_kib(pid));
+    }
+    println!(
+        "soak ({SOAK_ROUNDS} rounds × {SOAK_MESSAGES} messages over {SOAK_CHATS} chats), RSS per round: {}",
+        samples
+            .iter()
+            .map(|k| mib(*k))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    unsafe {
+        libc::kill(pid as i32, libc::SIGTERM);
+    }
+    let _ = child.wait();
+}
