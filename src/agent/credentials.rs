@@ -46,6 +46,13 @@ impl Strategy {
     }
 }
 
+/// A key known from flags, config.yaml or the environment, and where it came from.
+#[derive(Debug, Clone, Copy)]
+pub struct Seed<'a> {
+    pub key: &'a str,
+    pub source: &'a str,
+}
+
 /// One key of the pool. Unknown fields from auth.json are kept in `extra` and written back.
 #[derive(Debug, Clone)]
 pub struct PooledCredential {
@@ -179,12 +186,12 @@ pub struct CredentialPool {
 }
 
 impl CredentialPool {
-    /// Loads the pool of `provider` from auth.json and adds `seed_key` (the key resolved from
-    /// flags, config or environment) when it is not in the pool yet.
+    /// Loads the pool of `provider` from auth.json and adds the `seeds` (keys from flags,
+    /// config.yaml and the environment, best first) that are not in it yet, ahead of it.
     pub fn load(
         auth_path: &Path,
         provider: &str,
-        seed_key: Option<&str>,
+        seeds: &[Seed<'_>],
         strategy: Strategy,
     ) -> Result<Self, CredentialError> {
         let doc = read_auth(auth_path)?;
@@ -196,11 +203,22 @@ impl CredentialPool {
                     .collect()
             })
             .unwrap_or_default();
-        if let Some(key) = seed_key.filter(|k| !k.is_empty())
-            && !entries.iter().any(|e| e.api_key == key)
-        {
-            let priority = entries.iter().map(|e| e.priority).min().unwrap_or(1) - 1;
-            entries.push(PooledCredential::new(key, "configured", priority));
+        let base = entries.iter().map(|e| e.priority).min().unwrap_or(0);
+        let fresh: Vec<&Seed<'_>> = seeds
+            .iter()
+            .filter(|s| !s.key.is_empty())
+            .filter(|s| !entries.iter().any(|e| e.api_key == s.key))
+            .collect();
+        let n = fresh.len() as i64;
+        for (i, seed) in fresh.into_iter().enumerate() {
+            if entries.iter().any(|e| e.api_key == seed.key) {
+                continue;
+            }
+            entries.push(PooledCredential::new(
+                seed.key,
+                seed.source,
+                base - n + i as i64,
+            ));
         }
         entries.sort_by_key(|e| e.priority);
         let mut pool = CredentialPool {
@@ -465,7 +483,7 @@ mod tests {
             json!({"credential_pool": {"custom": entries}, "other": 1}).to_string(),
         )
         .unwrap();
-        CredentialPool::load(&path, "custom", None, Strategy::FillFirst).unwrap()
+        CredentialPool::load(&path, "custom", &[], Strategy::FillFirst).unwrap()
     }
 
     #[test]
@@ -507,7 +525,10 @@ mod tests {
         let again = CredentialPool::load(
             &dir.path().join("auth.json"),
             "custom",
-            Some("k-dead"),
+            &[Seed {
+                key: "k-dead",
+                source: "env",
+            }],
             Strategy::FillFirst,
         )
         .unwrap();
@@ -547,12 +568,30 @@ mod tests {
     fn seed_key_joins_the_pool_and_bad_json_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("auth.json");
-        let pool =
-            CredentialPool::load(&path, "openai", Some("sk-seed"), Strategy::RoundRobin).unwrap();
-        assert_eq!(pool.len(), 1);
-        assert_eq!(pool.current_key(), Some("sk-seed"));
+        let pool = CredentialPool::load(
+            &path,
+            "openai",
+            &[
+                Seed {
+                    key: "sk-seed",
+                    source: "flag",
+                },
+                Seed {
+                    key: "sk-seed-2",
+                    source: "env",
+                },
+            ],
+            Strategy::RoundRobin,
+        )
+        .unwrap();
+        assert_eq!(pool.len(), 2);
+        assert_eq!(
+            pool.current_key(),
+            Some("sk-seed"),
+            "the resolved key comes first"
+        );
         std::fs::write(&path, "{not json").unwrap();
-        let e = CredentialPool::load(&path, "openai", None, Strategy::FillFirst).unwrap_err();
+        let e = CredentialPool::load(&path, "openai", &[], Strategy::FillFirst).unwrap_err();
         assert!(e.to_string().contains("auth.json"), "{e}");
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::agent::credentials::{CredentialPool, PoolAction, Strategy};
+use crate::agent::credentials::{CredentialPool, PoolAction, Seed, Strategy};
 use crate::config::Config;
 use crate::llm::provider::{self, ProviderFlags, ResolveInputs};
 use crate::llm::{FailoverReason, LlmClient, LlmError, Provider};
@@ -42,12 +42,18 @@ impl Failover {
             .map(Strategy::parse)
             .unwrap_or(Strategy::FillFirst);
         let auth = config.home.root().join("auth.json");
-        let pool = match CredentialPool::load(
-            &auth,
-            &pool_key,
-            primary.api_key.as_deref(),
-            strategy,
-        ) {
+        let extra = extra_keys(config, &primary.name);
+        let mut seeds: Vec<Seed<'_>> = primary
+            .api_key
+            .as_deref()
+            .map(|key| Seed {
+                key,
+                source: "configured",
+            })
+            .into_iter()
+            .collect();
+        seeds.extend(extra.iter().map(|(key, source)| Seed { key, source }));
+        let pool = match CredentialPool::load(&auth, &pool_key, &seeds, strategy) {
             Ok(p) if !p.is_empty() => Some(p),
             Ok(_) => None,
             Err(e) => {
@@ -240,6 +246,32 @@ pub fn pool_key(p: &Provider) -> String {
     } else {
         p.name.clone()
     }
+}
+
+/// More keys for a provider: `providers.<name>.api_keys: [...]` in config.yaml and
+/// `<KEY_VAR>_2` … `<KEY_VAR>_9` in the environment / `.env` (e.g. `OPENAI_API_KEY_2`).
+fn extra_keys(config: &Config, provider: &str) -> Vec<(String, &'static str)> {
+    let mut keys: Vec<(String, &'static str)> = config.raw["providers"][provider]["api_keys"]
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .filter_map(Value::as_str)
+                .map(|k| (k.to_string(), "config.yaml"))
+                .collect()
+        })
+        .unwrap_or_default();
+    let var = match provider {
+        "openai" => "OPENAI_API_KEY",
+        "openrouter" => "OPENROUTER_API_KEY",
+        "anthropic" => "ANTHROPIC_API_KEY",
+        _ => "CUSTOM_API_KEY",
+    };
+    for n in 2..=9 {
+        if let Some(k) = config.env.get(&format!("{var}_{n}")) {
+            keys.push((k.to_string(), "env"));
+        }
+    }
+    keys
 }
 
 fn fallback_entries(raw: &Value) -> Vec<Value> {

@@ -208,3 +208,27 @@ fn pooled_key_storm_falls_back_after_its_retries() {
     assert_eq!(primary.request_count(), 6);
     assert_eq!(fallback.request_count(), 1);
 }
+
+#[test]
+fn keys_from_dotenv_form_a_pool() {
+    let env = TestEnv::new();
+    let mock = MockLlm::with_script([
+        Reply::error(429, RATE_LIMITED).header("retry-after", "0"),
+        Reply::error(429, RATE_LIMITED).header("retry-after", "0"),
+        Reply::text("second key from .env"),
+    ]);
+    std::fs::write(
+        env.home_path().join(".env"),
+        "CUSTOM_API_KEY=sk-env-one-1111\nCUSTOM_API_KEY_2=sk-env-two-2222\n",
+    )
+    .unwrap();
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "hi"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "second key from .env\n");
+    assert_eq!(auth(&mock, 0), "Bearer sk-env-one-1111");
+    assert_eq!(auth(&mock, 2), "Bearer sk-env-two-2222");
+}
