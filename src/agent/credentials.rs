@@ -350,10 +350,9 @@ impl CredentialPool {
         }
         Some(match self.strategy {
             Strategy::FillFirst => usable[0],
-            Strategy::RoundRobin => usable
-                .iter()
-                .copied()
-                .find(|i| *i > self.current)
+            // The key after the one being left; the first one when nothing is being left.
+            Strategy::RoundRobin => exclude
+                .and_then(|left| usable.iter().copied().find(|i| *i > left))
                 .unwrap_or(usable[0]),
             Strategy::LeastUsed => usable
                 .iter()
@@ -503,7 +502,7 @@ mod tests {
         let again = CredentialPool::load(
             &dir.path().join("auth.json"),
             "custom",
-            None,
+            &[],
             Strategy::FillFirst,
         )
         .unwrap();
