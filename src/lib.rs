@@ -13,6 +13,7 @@ pub mod memory;
 pub mod security;
 pub mod sessions;
 pub mod skills;
+pub mod template;
 pub mod tools;
 pub mod util;
 

@@ -114,23 +114,10 @@ pub fn build_system_prompt(config: &Config, inputs: &PromptInputs) -> Result<Str
         memory_block: crate::memory::prompt_block(config, &inputs.tool_names),
         date: &inputs.date,
     };
-    render(&template, &ctx).map_err(|e| PromptError::Template {
+    crate::template::render(&template, &ctx).map_err(|e| PromptError::Template {
         origin,
         message: e.to_string(),
     })
-}
-
-fn render(template: &str, ctx: &TemplateContext<'_>) -> Result<String, minijinja::Error> {
-    let mut env = minijinja::Environment::new();
-    env.set_syntax(
-        minijinja::syntax::SyntaxConfig::builder()
-            .trim_blocks(true)
-            .lstrip_blocks(true)
-            .build()?,
-    );
-    env.add_template("system", template)?;
-    env.get_template("system")?
-        .render(minijinja::value::Serde(ctx))
 }
 
 /// Picks the project context file: the nearest `.hermes.md`/`HERMES.md` walking up to the git

@@ -188,14 +188,6 @@ pub(super) fn render_prompt(
     target_tokens: u64,
     date: &str,
 ) -> Result<String, minijinja::Error> {
-    let mut env = minijinja::Environment::new();
-    env.set_syntax(
-        minijinja::syntax::SyntaxConfig::builder()
-            .trim_blocks(true)
-            .lstrip_blocks(true)
-            .build()?,
-    );
-    env.add_template("compaction_summary", TEMPLATE)?;
     let ctx = PromptContext {
         target_tokens,
         previous_summary: previous.map(str::trim).filter(|p| !p.is_empty()),
@@ -203,8 +195,7 @@ pub(super) fn render_prompt(
         focus: focus.map(str::trim).filter(|f| !f.is_empty()),
         date,
     };
-    env.get_template("compaction_summary")?
-        .render(minijinja::value::Serde(&ctx))
+    crate::template::render(TEMPLATE, &ctx)
 }
 
 /// Asks `model` for the summary: one tool-less call whose streamed text is collected. Errors,
