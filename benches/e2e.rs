@@ -22,6 +22,12 @@ fn main() {
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_hermes"));
     let home = tempfile::tempdir().unwrap();
     let cwd = tempfile::tempdir().unwrap();
+    // The loop's own cost is measured: background reviews (skills, memory) are switched off.
+    std::fs::write(
+        home.path().join("config.yaml"),
+        "skills:\n  creation_nudge_interval: 0\nmemory:\n  nudge_interval: 0\n",
+    )
+    .unwrap();
     for i in 0..10 {
         std::fs::write(cwd.path().join(format!("f{i}.txt")), format!("file {i}\n")).unwrap();
     }
@@ -70,17 +76,24 @@ fn main() {
         rss as f64 / 1024.0
     );
 
-    let mock = MockLlm::with_script([Reply::text("ok")]);
-    let out = hermes(&bin, home.path(), cwd.path(), &mock, &["-z", "hi"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let body = serde_json::to_string(&mock.requests()[0]).unwrap();
-    println!(
-        "{:<42} {:>9.1} KB    (target ≤ 8 KB)",
-        "first request body",
-        body.len() as f64 / 1000.0
-    );
+    for (label, args) in [
+        (
+            "first request body, issue-2 tools",
+            &["-t", "file,terminal,todo", "-z", "hi"][..],
+        ),
+        ("first request body, all default tools", &["-z", "hi"][..]),
+    ] {
+        let mock = MockLlm::with_script([Reply::text("ok")]);
+        let out = hermes(&bin, home.path(), cwd.path(), &mock, args)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let body = serde_json::to_string(&mock.requests()[0]).unwrap();
+        println!(
+            "{label:<42} {:>9.1} KB    (target ≤ 8 KB with the issue-2 tools)",
+            body.len() as f64 / 1000.0
+        );
+    }
 }
 
 /// Runs a one-shot turn with `rounds` tool calls before the answer; returns (wall time, max RSS KiB).
