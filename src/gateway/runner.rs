@@ -38,6 +38,10 @@ pub struct GatewaySettings {
     /// Idle session agents are dropped from memory after this long.
     pub idle_evict: Duration,
     pub group_sessions_per_user: bool,
+    /// Agents kept in memory between turns (`max_live_sessions`, Python's default 16).
+    pub max_live_sessions: usize,
+    /// Turns running at once across all chats (`max_concurrent_sessions`, default 32).
+    pub max_concurrent_turns: usize,
     /// In groups, only messages that mention the bot, reply to it, or are commands are for us.
     pub require_mention: bool,
     /// Unknown users in a DM get a pairing code (`unauthorized_dm_behavior: ignore` turns the
@@ -52,6 +56,7 @@ impl GatewaySettings {
     pub fn from_config(config: &crate::config::Config) -> Self {
         let gw = config.raw.get("gateway");
         let num = |k: &str| gw.and_then(|g| g.get(k)).and_then(|v| v.as_f64());
+        let top_num = |k: &str| config.raw.get(k).and_then(|v| v.as_f64());
         let flag = |k: &str| {
             config
                 .raw
@@ -67,6 +72,9 @@ impl GatewaySettings {
             // Python's top-level keys, with `gateway.<key>` accepted too.
             group_sessions_per_user: flag("group_sessions_per_user").unwrap_or(true),
             require_mention: flag("require_mention").unwrap_or(true),
+            max_live_sessions: top_num("max_live_sessions").unwrap_or(16.0).max(1.0) as usize,
+            max_concurrent_turns: top_num("max_concurrent_sessions").unwrap_or(32.0).max(1.0)
+                as usize,
             dm_pairing: config
                 .raw
                 .get("unauthorized_dm_behavior")
@@ -138,6 +146,10 @@ pub struct PlatformCtx {
     pub hooks: Arc<Hooks>,
     pub sessions: Mutex<HashMap<String, SessionHandle>>,
     pub shutdown: CancellationToken,
+    /// Permits for running turns (`max_concurrent_turns`).
+    pub turn_slots: Arc<tokio::sync::Semaphore>,
+    /// Agents currently held by session workers.
+    pub live_agents: std::sync::atomic::AtomicUsize,
     /// Ledger rows being delivered right now (the sweep must not send them a second time).
     in_flight: Mutex<HashSet<i64>>,
     refused: Mutex<HashMap<String, Instant>>,
@@ -158,6 +170,7 @@ impl PlatformCtx {
         agent_options.interactive = true;
         let settings = GatewaySettings::from_config(&services.config);
         let auth = Authorizer::from_config(&services.config, adapter.platform());
+        let turn_slots = Arc::new(tokio::sync::Semaphore::new(settings.max_concurrent_turns));
         PlatformCtx {
             adapter,
             services,
@@ -168,6 +181,8 @@ impl PlatformCtx {
             hooks,
             sessions: Mutex::new(HashMap::new()),
             shutdown,
+            turn_slots,
+            live_agents: std::sync::atomic::AtomicUsize::new(0),
             in_flight: Mutex::new(HashSet::new()),
             refused: Mutex::new(HashMap::new()),
         }
@@ -233,6 +248,16 @@ impl PlatformCtx {
     async fn intake(self: &Arc<Self>, mut event: MessageEvent) -> Result<(), String> {
         let platform = self.adapter.platform().to_string();
         let key = build_session_key(&event.source, self.settings.group_sessions_per_user);
+        // Redeliveries stop here, before hooks or anything else could act on them twice.
+        let (p, id) = (platform.clone(), event.platform_update_id);
+        if db(&self.services.store, move |s| {
+            s.gateway_inbound_seen(&p, id)
+        })
+        .await?
+        {
+            tracing::info!(update_id = id, "duplicate update ignored");
+            return Ok(());
+        }
         let mut command = event.command();
         let for_us = event.source.chat_type == ChatType::Dm
             || !self.settings.require_mention

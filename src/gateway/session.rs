@@ -75,6 +75,7 @@ pub async fn run_worker(
                     tracing::debug!(%key, "idle session evicted from memory");
                     drop(sessions);
                     if let Some(a) = agent.take() {
+                        ctx.live_agents.fetch_sub(1, Ordering::SeqCst);
                         ctx.hooks.emit(
                             "session:end",
                             json!({"platform": ctx.adapter.platform(), "session_id": a.session_id(),
@@ -89,9 +90,36 @@ pub async fn run_worker(
         let Some(event) = event else { break };
         control.queued.fetch_sub(1, Ordering::SeqCst);
         control.busy.store(true, Ordering::SeqCst);
+        // Bounded parallelism: a burst of new chats must not build a thousand agents at once.
+        let permit = tokio::select! {
+            _ = ctx.shutdown.cancelled() => break,
+            p = ctx.turn_slots.clone().acquire_owned() => p.ok(),
+        };
+        let had = agent.is_some();
         let (reply, streamed) = handle(&ctx, &key, &mut agent, &event, &control).await;
+        drop(permit);
         control.busy.store(false, Ordering::SeqCst);
+        match (had, agent.is_some()) {
+            (false, true) => {
+                ctx.live_agents.fetch_add(1, Ordering::SeqCst);
+            }
+            (true, false) => {
+                ctx.live_agents.fetch_sub(1, Ordering::SeqCst);
+            }
+            _ => {}
+        }
+        // Past `max_live_sessions`, a finished agent leaves memory at once (its session is in
+        // state.db; the next message resumes it).
+        if agent.is_some()
+            && ctx.live_agents.load(Ordering::SeqCst) > ctx.settings.max_live_sessions
+        {
+            agent = None;
+            ctx.live_agents.fetch_sub(1, Ordering::SeqCst);
+        }
         finish(&ctx, &key, &event, reply, streamed).await;
+    }
+    if agent.is_some() {
+        ctx.live_agents.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -196,7 +224,13 @@ async fn handle(
     let cancel = CancellationToken::new();
     *lock(&control.turn) = Some(cancel.clone());
     let (tx, rx) = mpsc::unbounded_channel::<AgentEvent>();
-    let listener = tokio::spawn(listen(ctx.clone(), event.clone(), rx, control.clone()));
+    let listener = tokio::spawn(listen(
+        ctx.clone(),
+        event.clone(),
+        agent.session_id().to_string(),
+        rx,
+        control.clone(),
+    ));
     let result = agent.run_turn(&event.text, &tx, &cancel).await;
     drop(tx);
     let streamed = listener.await.unwrap_or(None);
@@ -230,11 +264,16 @@ async fn handle(
 async fn listen(
     ctx: Arc<PlatformCtx>,
     event: MessageEvent,
+    session_id: String,
     mut rx: mpsc::UnboundedReceiver<AgentEvent>,
     control: Arc<SessionControl>,
 ) -> Option<String> {
     let chat = event.source.chat_id.clone();
     let mut preview = Preview::new(&ctx, &event);
+    // One `agent:step` per batch of tool calls (the tools the model asked for in one reply).
+    let mut running: Vec<String> = Vec::new();
+    let mut batch: Vec<String> = Vec::new();
+    let mut step = 0u32;
     while let Some(ev) = rx.recv().await {
         match ev {
             AgentEvent::TextDelta(delta) => preview.push(&delta).await,
@@ -275,8 +314,22 @@ async fn listen(
                 };
                 let _ = respond.send(choice);
             }
-            AgentEvent::ToolStart { .. } => {
+            AgentEvent::ToolStart { id, name, .. } => {
+                running.push(id);
+                batch.push(name);
                 let _ = ctx.adapter.typing(&chat).await;
+            }
+            AgentEvent::ToolEnd { id, .. } => {
+                running.retain(|r| *r != id);
+                if running.is_empty() && !batch.is_empty() {
+                    step += 1;
+                    let tools = std::mem::take(&mut batch);
+                    ctx.hooks.emit(
+                        "agent:step",
+                        json!({"platform": ctx.adapter.platform(), "user_id": event.source.user_id,
+                               "session_id": session_id, "iteration": step, "tool_names": tools}),
+                    );
+                }
             }
             _ => {}
         }

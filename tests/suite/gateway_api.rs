@@ -107,12 +107,19 @@ fn answers_json_and_sse_keeps_the_conversation_and_rejects_wrong_keys() {
 
 #[test]
 fn official_openai_python_client_works_in_both_modes() {
-    let has_client = std::process::Command::new("python3")
+    // scripts/test installs `openai` into the venv it names in HERMES_PY_VENV.
+    let python = std::env::var_os("HERMES_PY_VENV")
+        .map(|v| std::path::Path::new(&v).join("bin/python"))
+        .filter(|p| p.exists())
+        .unwrap_or_else(|| "python3".into());
+    let has_client = std::process::Command::new(&python)
         .args(["-c", "import openai"])
         .output()
         .is_ok_and(|o| o.status.success());
     if !has_client {
-        eprintln!("skipped: the `openai` Python package is not installed (CI installs it)");
+        eprintln!(
+            "skipped: the `openai` Python package is not installed (scripts/test installs it)"
+        );
         return;
     }
     let mut gw = Gw::new([Reply::text("plain answer"), Reply::text("streamed answer")]);
@@ -131,7 +138,7 @@ try:
 except openai.AuthenticationError:
     print("AUTH:401")
 "#;
-    let out = std::process::Command::new("python3")
+    let out = std::process::Command::new(&python)
         .args(["-c", script, &base, KEY])
         .output()
         .unwrap();

@@ -129,6 +129,7 @@ fn dangerous_command_waits_for_approve_and_deny_or_timeout_refuse() {
     ]);
     gw.config("approvals:\n  timeout: 2\n");
     let victim = gw.env.write("build/keep.txt", "precious\n");
+    gw.install_event_logger();
     gw.start();
     let asked = |s: &[Sent], n: usize| {
         s.iter()
@@ -159,6 +160,20 @@ fn dangerous_command_waits_for_approve_and_deny_or_timeout_refuse() {
     gw.tg
         .wait_sends(WAIT, |s| s.iter().any(|m| m.text == "after approve"));
     assert!(!victim.exists(), "approved command ran");
+    // Each tool round was reported to hooks as an `agent:step`.
+    let start = Instant::now();
+    loop {
+        let steps: Vec<_> = gw
+            .hook_events()
+            .into_iter()
+            .filter(|(e, c)| e == "agent:step" && c["tool_names"] == json!(["terminal"]))
+            .collect();
+        if steps.len() >= 3 {
+            break;
+        }
+        assert!(start.elapsed() < WAIT, "agent:step events: {steps:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     // An unauthorised user cannot approve anything.
     assert!(gw.tg.sends_to(666).is_empty());
 }
@@ -243,4 +258,36 @@ fn in_groups_only_mentions_are_answered_and_each_user_has_a_session() {
         .query_row("SELECT COUNT(*) FROM gateway_routing WHERE session_key LIKE 'agent:main:telegram:group:-500:%'", [], |r| r.get(0))
         .unwrap();
     assert_eq!(keys, 2);
+}
+
+#[test]
+fn agents_beyond_max_live_sessions_leave_memory_and_resume_with_history() {
+    let mut gw = Gw::new((0..6).map(|i| Reply::text(format!("answer {i}"))));
+    gw.config("max_live_sessions: 1\nmax_concurrent_sessions: 1\n");
+    gw.start();
+    for chat in [100, 101, 102] {
+        gw.tg.push_text(chat, &format!("first from {chat}"));
+    }
+    gw.tg.wait_sends(WAIT, |s| s.len() >= 3);
+    for chat in [100, 101, 102] {
+        gw.tg.push_text(chat, &format!("second from {chat}"));
+    }
+    gw.tg.wait_sends(WAIT, |s| s.len() >= 6);
+    // Every second turn saw its own chat's first message, whether its agent stayed in memory
+    // or was resumed from state.db.
+    let requests = gw.llm.requests();
+    for chat in [100, 101, 102] {
+        let second = requests
+            .iter()
+            .map(|r| r.to_string())
+            .find(|r| r.contains(&format!("second from {chat}")))
+            .unwrap();
+        assert!(second.contains(&format!("first from {chat}")), "{second}");
+        for other in [100, 101, 102].iter().filter(|o| **o != chat) {
+            assert!(
+                !second.contains(&format!("from {other}")),
+                "sessions are separate"
+            );
+        }
+    }
 }

@@ -336,3 +336,21 @@ fn unknown_dm_user_pairs_with_a_code_the_owner_approves() {
         .wait_sends(WAIT, |s| s.iter().any(|m| m.text == "welcome aboard"));
     assert_eq!(sends.len(), 2, "{sends:#?}");
 }
+
+#[test]
+fn a_rejected_token_stops_the_gateway_with_a_clear_error_and_no_leak() {
+    let gw = Gw::new([]);
+    let out = gw
+        .env
+        .spawnable(&gw.llm.base_url(), &["gateway", "run"])
+        .env("TELEGRAM_BOT_TOKEN", "999:revoked-secret-token")
+        .env("TELEGRAM_ALLOWED_USERS", "42")
+        .env("TELEGRAM_API_BASE_URL", gw.tg.base_url())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("TELEGRAM_BOT_TOKEN"), "{err}");
+    assert!(!err.contains("revoked-secret-token"), "{err}");
+    assert_eq!(gw.tg.get_updates_count(), 0, "no polling with a bad token");
+}

@@ -92,6 +92,19 @@ impl SessionStore {
         })
     }
 
+    /// Whether an inbound update was already recorded (a redelivery).
+    pub fn gateway_inbound_seen(&self, platform: &str, update_id: i64) -> Result<bool, StoreError> {
+        self.read("look up an inbound gateway message", |conn| {
+            conn.query_row(
+                "SELECT 1 FROM gateway_inbound WHERE platform = ?1 AND update_id = ?2",
+                params![platform, update_id],
+                |_| Ok(()),
+            )
+            .optional()
+            .map(|r| r.is_some())
+        })
+    }
+
     /// Inbound messages accepted but not yet answered (after a crash), oldest first.
     pub fn gateway_queued_inbound(&self, platform: &str) -> Result<Vec<InboundRecord>, StoreError> {
         self.read("list queued gateway messages", |conn| {
