@@ -18,5 +18,5 @@ pub mod loop_guard;
 pub mod memory_e2e;
 pub mod session_search_e2e;
 pub mod sessions_compat;
-pub mod spend;
 pub mod skills_e2e;
+pub mod spend;
