@@ -354,3 +354,24 @@ fn a_rejected_token_stops_the_gateway_with_a_clear_error_and_no_leak() {
     assert!(!err.contains("revoked-secret-token"), "{err}");
     assert_eq!(gw.tg.get_updates_count(), 0, "no polling with a bad token");
 }
+
+#[test]
+fn dropped_connections_lose_and_duplicate_nothing() {
+    let mut gw = Gw::new([Reply::text("first answer"), Reply::text("second answer")]);
+    gw.tg.drop_connections("getUpdates", 2);
+    gw.start();
+    gw.tg.push_text(42, "one");
+    let sends = gw.tg.wait_sends(WAIT, |s| !s.is_empty());
+    assert_eq!(sends[0].text, "first answer");
+    assert_eq!(gw.tg.drops_left("getUpdates"), 0, "both polls were cut");
+    // A send whose connection breaks before Telegram acted on it is sent again, once.
+    gw.tg.drop_connections("sendMessage", 1);
+    gw.tg.push_text(42, "two");
+    let sends = gw.tg.wait_sends(WAIT, |s| s.len() >= 2);
+    std::thread::sleep(Duration::from_millis(500));
+    let sends_now = gw.tg.sends();
+    assert_eq!(sends_now.len(), 2, "{sends_now:?}");
+    assert_eq!(sends[1].text, "second answer");
+    assert_eq!(gw.tg.drops_left("sendMessage"), 0, "the send was cut once");
+    assert!(gw.stop().success());
+}

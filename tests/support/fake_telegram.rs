@@ -50,6 +50,8 @@ struct FakeState {
     stall: bool,
     get_updates: usize,
     offsets: Vec<Option<i64>>,
+    /// Connections to cut, per method, before the call is processed.
+    drops: std::collections::HashMap<String, u32>,
 }
 
 struct Inner {
@@ -171,6 +173,17 @@ impl FakeTelegram {
         lock(&self.shared).stall = stall;
     }
 
+    /// Cuts the connection of the next `n` calls of `method` before the fake acts on them
+    /// (the client sees a response that breaks off mid-body).
+    pub fn drop_connections(&self, method: &str, n: u32) {
+        lock(&self.shared).drops.insert(method.to_string(), n);
+    }
+
+    /// Cuts still pending for `method` (0 once every requested cut happened).
+    pub fn drops_left(&self, method: &str) -> u32 {
+        lock(&self.shared).drops.get(method).copied().unwrap_or(0)
+    }
+
     pub fn sends(&self) -> Vec<Sent> {
         lock(&self.shared).sends.clone()
     }
@@ -259,6 +272,9 @@ async fn handle(
         return refuse(401, "Unauthorized", Value::Null);
     }
     let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    if take_drop(&shared, &method) {
+        return cut_connection();
+    }
     match method.as_str() {
         "getUpdates" => get_updates(shared, body).await,
         "getMe" => ok(json!({"id": 1, "is_bot": true, "username": "hermes_test_bot"})),
@@ -295,6 +311,34 @@ async fn handle(
         }
         _ => refuse(404, "Not Found: method not found", Value::Null),
     }
+}
+
+fn take_drop(shared: &Shared, method: &str) -> bool {
+    let mut s = lock(shared);
+    match s.drops.get_mut(method) {
+        Some(n) if *n > 0 => {
+            *n -= 1;
+            true
+        }
+        _ => false,
+    }
+}
+
+/// A 200 whose body promises more bytes than it sends and then fails: the connection is cut.
+fn cut_connection() -> Response {
+    let broken = futures::stream::iter([
+        Ok::<_, std::io::Error>(axum::body::Bytes::from_static(b"{\"ok\": tr")),
+        Err(std::io::Error::new(
+            std::io::ErrorKind::ConnectionReset,
+            "cut by the fake",
+        )),
+    ]);
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "application/json")
+        .header("content-length", "64")
+        .body(axum::body::Body::from_stream(broken))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
 async fn get_updates(shared: Shared, body: Value) -> Response {
