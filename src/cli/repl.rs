@@ -263,6 +263,7 @@ impl Repl {
                 r.cache_write_tokens,
                 r.reasoning_tokens,
                 r.estimated_cost_usd
+                    .filter(|c| *c > 0.0)
                     .map(|c| format!(" · ≈ ${c:.4}"))
                     .unwrap_or_default()
             ),
