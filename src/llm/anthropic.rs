@@ -21,15 +21,17 @@ mod wire;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use futures::StreamExt;
-use futures::stream::BoxStream;
 use reqwest::header::{CONTENT_TYPE, HeaderMap};
 use serde_json::Value;
 use tokio::time::{Instant, timeout_at};
 
-use crate::llm::{ChatRequest, FailoverReason, LlmClient, LlmError, LlmEvent, LlmStream, Provider};
+use crate::llm::stream_driver::{Driver, WireStream, after};
+use crate::llm::{
+    ChatRequest, FailoverReason, LlmClient, LlmError, LlmEvent, LlmResponse, LlmStream, Provider,
+};
 use assemble::Assembler;
 use http::{
     ErrorContext, incomplete, read_limited, request_headers, retry_after, root_cause,
@@ -47,9 +49,6 @@ const MAX_ERROR_BODY_BYTES: usize = 16 * 1024;
 
 /// Largest whole (non-streamed) answer accepted from a gateway that ignores `stream: true`.
 const MAX_WHOLE_BODY_BYTES: usize = 64 * 1024 * 1024;
-
-/// After the model said it is finished, how long we still wait for `message_stop`.
-const AFTER_FINISH_GRACE: Duration = Duration::from_secs(10);
 
 /// Responses whose signed thinking is remembered for replay (oldest forgotten first).
 const THINKING_MEMORY: usize = 256;
@@ -203,22 +202,17 @@ impl LlmClient for AnthropicClient {
         if !is_stream {
             return self.whole_answer(response).await;
         }
-        let driver = Driver {
-            inner: response
-                .bytes_stream()
-                .map(|chunk| chunk.map(|b| b.to_vec()))
-                .boxed(),
+        let wire = AnthropicWire {
             decoder: SseDecoder::default(),
             assembler: Assembler::default(),
-            queue: VecDeque::new(),
-            finished: false,
-            emitted: false,
-            idle: self.provider.stream_idle_timeout,
-            deadline,
             errors: self.errors.clone(),
             thinking: self.thinking.clone(),
         };
-        Ok(driver.into_stream())
+        let inner = response
+            .bytes_stream()
+            .map(|chunk| chunk.map(|b| b.to_vec()))
+            .boxed();
+        Ok(Driver::new(inner, wire, self.provider.stream_idle_timeout, deadline).into_stream())
     }
 
     fn provider(&self) -> &Provider {
@@ -226,137 +220,91 @@ impl LlmClient for AnthropicClient {
     }
 }
 
-/// Drives one open event stream: enforces the idle and overall deadlines, decodes SSE, feeds
-/// events to the assembler and queues what they produce.
-struct Driver {
-    inner: BoxStream<'static, reqwest::Result<Vec<u8>>>,
+/// Anthropic's SSE events for the shared [`Driver`]: decodes the bytes, feeds each event to the
+/// assembler, and stops at `message_stop`.
+struct AnthropicWire {
     decoder: SseDecoder,
     assembler: Assembler,
-    queue: VecDeque<Result<LlmEvent, LlmError>>,
-    finished: bool,
-    /// Whether any delta already reached the caller (errors are then `partial`).
-    emitted: bool,
-    idle: Duration,
-    deadline: Instant,
     errors: ErrorContext,
     thinking: Arc<Mutex<ThinkingMemory>>,
 }
 
-impl Driver {
-    fn into_stream(self) -> LlmStream {
-        futures::stream::unfold(self, |mut driver| async move {
-            driver.next().await.map(|item| (item, driver))
-        })
-        .boxed()
-    }
-
-    async fn next(&mut self) -> Option<Result<LlmEvent, LlmError>> {
-        loop {
-            if let Some(item) = self.queue.pop_front() {
-                if matches!(item, Ok(ref event) if !matches!(event, LlmEvent::Done(_))) {
-                    self.emitted = true;
-                }
-                return Some(item);
-            }
-            if self.finished {
-                return None;
-            }
-            self.step().await;
-        }
-    }
-
-    async fn step(&mut self) {
-        let complete = self.assembler.is_complete();
-        let quiet = if complete {
-            self.idle.min(AFTER_FINISH_GRACE)
-        } else {
-            self.idle
-        };
-        let limit = after(quiet).min(self.deadline);
-        match timeout_at(limit, self.inner.next()).await {
-            // The model said it was finished; a missing `message_stop` does not spoil it.
-            Err(_) | Ok(Some(Err(_))) if complete => self.succeed(),
-            Err(_) if limit == self.deadline => self.fail(LlmError::new(
-                FailoverReason::Timeout,
-                "the answer did not finish within the provider's request timeout",
-            )),
-            Err(_) => self.fail(LlmError::new(
-                FailoverReason::Timeout,
-                format!(
-                    "the server sent nothing for {quiet:?} while streaming (stream idle timeout)"
-                ),
-            )),
-            Ok(Some(Err(e))) => self.fail(incomplete(&format!(
-                "the connection was interrupted ({})",
-                root_cause(&e)
-            ))),
-            Ok(Some(Ok(bytes))) => match self.decoder.push(&bytes) {
-                Ok(events) => self.handle(events),
-                Err(e) => self.fail(LlmError::new(FailoverReason::ServerError, e)),
-            },
-            Ok(None) => {
-                match self.decoder.finish() {
-                    Ok(last) => self.handle(last.into_iter().collect()),
-                    Err(e) => return self.fail(LlmError::new(FailoverReason::ServerError, e)),
-                }
-                if !self.finished {
-                    if self.assembler.is_complete() {
-                        self.succeed();
-                    } else {
-                        self.fail(incomplete(
-                            "the server closed the stream before message_stop",
-                        ));
-                    }
-                }
-            }
-        }
-    }
-
-    fn handle(&mut self, events: Vec<sse::SseEvent>) {
+impl AnthropicWire {
+    /// Feeds decoded events; `Ok(true)` once the message stopped (later events are ignored).
+    fn handle(
+        &mut self,
+        events: Vec<sse::SseEvent>,
+        out: &mut Vec<LlmEvent>,
+    ) -> Result<bool, LlmError> {
         for event in events {
-            if self.finished {
-                return;
+            let data: Value = serde_json::from_str(&event.data).map_err(|e| {
+                LlmError::new(
+                    FailoverReason::ServerError,
+                    format!(
+                        "the server sent a malformed {} event ({e}): {}",
+                        if event.event.is_empty() {
+                            "stream"
+                        } else {
+                            &event.event
+                        },
+                        crate::util::truncate_chars(&event.data, 2000)
+                    ),
+                )
+            })?;
+            self.assembler.push(&data, out)?;
+            if self.assembler.is_stopped() {
+                return Ok(true);
             }
-            let data: Value = match serde_json::from_str(&event.data) {
-                Ok(data) => data,
-                Err(e) => {
-                    return self.fail(LlmError::new(
-                        FailoverReason::ServerError,
-                        format!(
-                            "the server sent a malformed {} event ({e}): {}",
-                            if event.event.is_empty() {
-                                "stream"
-                            } else {
-                                &event.event
-                            },
-                            crate::util::truncate_chars(&event.data, 2000)
-                        ),
-                    ));
-                }
-            };
-            let mut out = Vec::new();
-            let pushed = self.assembler.push(&data, &mut out);
-            self.queue.extend(out.into_iter().map(Ok));
-            match pushed {
-                Err(err) => return self.fail(err),
-                Ok(()) if self.assembler.is_stopped() => return self.succeed(),
-                Ok(()) => {}
-            }
+        }
+        Ok(false)
+    }
+}
+
+impl WireStream for AnthropicWire {
+    type Chunk = Vec<u8>;
+    type Error = reqwest::Error;
+
+    fn is_complete(&self) -> bool {
+        self.assembler.is_complete()
+    }
+
+    fn push(&mut self, bytes: Vec<u8>, out: &mut Vec<LlmEvent>) -> Result<bool, LlmError> {
+        let events = self
+            .decoder
+            .push(&bytes)
+            .map_err(|e| LlmError::new(FailoverReason::ServerError, e))?;
+        self.handle(events, out)
+    }
+
+    fn end(&mut self, out: &mut Vec<LlmEvent>) -> Result<(), LlmError> {
+        let last = self
+            .decoder
+            .finish()
+            .map_err(|e| LlmError::new(FailoverReason::ServerError, e))?;
+        if self.handle(last.into_iter().collect(), out)? || self.assembler.is_complete() {
+            Ok(())
+        } else {
+            Err(incomplete(
+                "the server closed the stream before message_stop",
+            ))
         }
     }
 
-    fn succeed(&mut self) {
+    fn interrupted(&self, error: reqwest::Error) -> LlmError {
+        incomplete(&format!(
+            "the connection was interrupted ({})",
+            root_cause(&error)
+        ))
+    }
+
+    fn finish(&mut self, _out: &mut Vec<LlmEvent>) -> LlmResponse {
         let assembler = std::mem::take(&mut self.assembler);
         remember_thinking(&self.thinking, &assembler);
-        self.queue.push_back(Ok(LlmEvent::Done(assembler.finish())));
-        self.finished = true;
+        assembler.finish()
     }
 
-    fn fail(&mut self, err: LlmError) {
-        let mut err = self.errors.finish(err);
-        err.partial = self.emitted || self.queue.iter().any(|item| item.is_ok());
-        self.queue.push_back(Err(err));
-        self.finished = true;
+    fn finish_error(&self, error: LlmError) -> LlmError {
+        self.errors.finish(error)
     }
 }
 
@@ -397,13 +345,6 @@ fn remember_thinking(memory: &Mutex<ThinkingMemory>, assembler: &Assembler) {
     {
         lock(memory).insert(id, blocks);
     }
-}
-
-/// `now + timeout`, saturating: a configured timeout of "forever" must not overflow `Instant`.
-fn after(timeout: Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(timeout)
-        .unwrap_or_else(|| now + Duration::from_secs(10 * 365 * 24 * 3600))
 }
 
 /// reqwest (built without a bundled crypto provider) panics when it builds a client and no rustls

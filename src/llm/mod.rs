@@ -8,6 +8,7 @@ pub mod openai;
 pub mod prompt_cache;
 pub mod provider;
 pub mod retry;
+mod stream_driver;
 pub mod text_tool_calls;
 pub mod types;
 

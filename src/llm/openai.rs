@@ -12,9 +12,7 @@ mod cache;
 mod http;
 mod wire;
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use async_openai::error::OpenAIError;
 use async_openai::traits::RequestOptionsBuilder;
@@ -26,13 +24,12 @@ use serde_json::Value;
 use tokio::time::{Instant, timeout_at};
 
 use crate::llm::prompt_cache::{self, CacheTtl};
-use crate::llm::{ChatRequest, FailoverReason, LlmClient, LlmError, LlmEvent, LlmStream, Provider};
+use crate::llm::stream_driver::{Driver, WireStream, after};
+use crate::llm::{
+    ChatRequest, FailoverReason, LlmClient, LlmError, LlmEvent, LlmResponse, LlmStream, Provider,
+};
 use assemble::Assembler;
 use http::{EVENT_STREAM, ErrorContext, HttpFailure, HttpService, WireConfig};
-
-/// After the provider said the answer is finished, how long we still wait for the trailing usage
-/// chunk and `[DONE]` before accepting the answer as it is.
-const AFTER_FINISH_GRACE: Duration = Duration::from_secs(10);
 
 /// A chat completions client for one provider.
 pub struct OpenAiClient {
@@ -219,16 +216,12 @@ impl LlmClient for OpenAiClient {
         if !self.streaming_disabled() {
             match self.open_stream(&request, deadline).await {
                 Ok(inner) => {
-                    let driver = Driver {
-                        inner,
+                    let wire = OpenAiWire {
                         assembler: Assembler::new(!request.tools.is_empty()),
-                        queue: VecDeque::new(),
-                        finished: false,
-                        emitted: false,
-                        idle: self.provider.stream_idle_timeout,
-                        deadline,
                         errors: self.errors.clone(),
                     };
+                    let driver =
+                        Driver::new(inner, wire, self.provider.stream_idle_timeout, deadline);
                     return Ok(driver.into_stream());
                 }
                 Err(OpenFailure::Failed(err)) => return Err(err),
@@ -257,120 +250,61 @@ impl LlmClient for OpenAiClient {
     }
 }
 
-/// Drives one open event stream: enforces the idle and overall deadlines, feeds chunks to the
-/// assembler and queues the resulting events. Dropping it drops async-openai's receiver, whose
-/// reader task then drops the HTTP response, closing the connection.
-struct Driver {
-    inner: StreamResponse<Value>,
+/// Chat-completions chunks (already split from SSE by async-openai) for the shared [`Driver`].
+/// Dropping it drops async-openai's receiver, whose reader task then drops the HTTP response.
+struct OpenAiWire {
     assembler: Assembler,
-    queue: VecDeque<Result<LlmEvent, LlmError>>,
-    finished: bool,
-    /// Whether any delta already reached the caller (errors are then `partial`).
-    emitted: bool,
-    idle: Duration,
-    deadline: Instant,
     errors: ErrorContext,
 }
 
-impl Driver {
-    fn into_stream(self) -> LlmStream {
-        futures::stream::unfold(self, |mut driver| async move {
-            driver.next().await.map(|item| (item, driver))
-        })
-        .boxed()
+impl WireStream for OpenAiWire {
+    type Chunk = Value;
+    type Error = OpenAIError;
+
+    fn is_complete(&self) -> bool {
+        self.assembler.is_complete()
     }
 
-    async fn next(&mut self) -> Option<Result<LlmEvent, LlmError>> {
-        loop {
-            if let Some(item) = self.queue.pop_front() {
-                if matches!(item, Ok(ref event) if !matches!(event, LlmEvent::Done(_))) {
-                    self.emitted = true;
-                }
-                return Some(item);
-            }
-            if self.finished {
-                return None;
-            }
-            self.step().await;
-        }
-    }
-
-    /// Waits for the next chunk (or the end, or a deadline) and queues what it produces.
-    async fn step(&mut self) {
-        let complete = self.assembler.is_complete();
-        let quiet = if complete {
-            self.idle.min(AFTER_FINISH_GRACE)
-        } else {
-            self.idle
-        };
-        let limit = after(quiet).min(self.deadline);
-        match timeout_at(limit, self.inner.next()).await {
-            // The answer is whole; a missing `[DONE]` or trailing hiccup does not spoil it.
-            Err(_) | Ok(None) | Ok(Some(Err(_))) if complete => self.succeed(),
-            Err(_) if limit == self.deadline => self.fail(LlmError::new(
-                FailoverReason::Timeout,
-                "the answer did not finish within the provider's request timeout",
-            )),
-            Err(_) => self.fail(LlmError::new(
-                FailoverReason::Timeout,
+    fn push(&mut self, value: Value, out: &mut Vec<LlmEvent>) -> Result<bool, LlmError> {
+        let chunk = wire::Chunk::deserialize(&value).map_err(|e| {
+            LlmError::new(
+                FailoverReason::Unknown,
                 format!(
-                    "the server sent nothing for {quiet:?} while streaming (stream idle timeout)"
+                    "the server sent a malformed stream chunk ({e}): {}",
+                    crate::util::truncate_chars(&value.to_string(), 2000)
                 ),
-            )),
-            Ok(None) => self.fail(http::incomplete_stream(
+            )
+        })?;
+        self.assembler.push(chunk, out)?;
+        // Completion is judged at the end of the stream (usage may still follow the finish).
+        Ok(false)
+    }
+
+    fn end(&mut self, _out: &mut Vec<LlmEvent>) -> Result<(), LlmError> {
+        if self.assembler.is_complete() {
+            Ok(())
+        } else {
+            Err(http::incomplete_stream(
                 "the server closed the stream without a finish_reason or [DONE]",
-            )),
-            Ok(Some(Err(e))) => {
-                let detail = match e {
-                    OpenAIError::StreamError(e) => format!("the connection was interrupted ({e})"),
-                    other => other.to_string(),
-                };
-                self.fail(http::incomplete_stream(&detail));
-            }
-            Ok(Some(Ok(value))) => {
-                let chunk = match wire::Chunk::deserialize(&value) {
-                    Ok(chunk) => chunk,
-                    Err(e) => {
-                        return self.fail(LlmError::new(
-                            FailoverReason::Unknown,
-                            format!(
-                                "the server sent a malformed stream chunk ({e}): {}",
-                                crate::util::truncate_chars(&value.to_string(), 2000)
-                            ),
-                        ));
-                    }
-                };
-                let mut events = Vec::new();
-                let pushed = self.assembler.push(chunk, &mut events);
-                self.queue.extend(events.into_iter().map(Ok));
-                if let Err(err) = pushed {
-                    self.fail(err);
-                }
-            }
+            ))
         }
     }
 
-    fn succeed(&mut self) {
-        let mut events = Vec::new();
-        let response = std::mem::take(&mut self.assembler).finish(&mut events);
-        self.queue.extend(events.into_iter().map(Ok));
-        self.queue.push_back(Ok(LlmEvent::Done(response)));
-        self.finished = true;
+    fn interrupted(&self, error: OpenAIError) -> LlmError {
+        let detail = match error {
+            OpenAIError::StreamError(e) => format!("the connection was interrupted ({e})"),
+            other => other.to_string(),
+        };
+        http::incomplete_stream(&detail)
     }
 
-    fn fail(&mut self, err: LlmError) {
-        let mut err = self.errors.finish(err);
-        err.partial = self.emitted || self.queue.iter().any(|item| item.is_ok());
-        self.queue.push_back(Err(err));
-        self.finished = true;
+    fn finish(&mut self, out: &mut Vec<LlmEvent>) -> LlmResponse {
+        std::mem::take(&mut self.assembler).finish(out)
     }
-}
 
-/// `now + timeout`, saturating: a configured timeout of "forever" must not overflow `Instant`.
-fn after(timeout: Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(timeout)
-        .unwrap_or_else(|| now + Duration::from_secs(10 * 365 * 24 * 3600))
+    fn finish_error(&self, error: LlmError) -> LlmError {
+        self.errors.finish(error)
+    }
 }
 
 /// reqwest (built without a bundled crypto provider) panics when it builds a client and no rustls
