@@ -200,7 +200,14 @@ impl Agent {
         let tools = ToolRegistry::for_config(&services.config, &options.toolsets)?;
         let id = session.id.clone();
         let stored = db(&services.store, move |s| s.messages(&id)).await?;
-        let history: Vec<Message> = stored.into_iter().map(|m| m.message).collect();
+        let mut history: Vec<Message> = stored.into_iter().map(|m| m.message).collect();
+        // A crash between a tool call and its result leaves the call unanswered; providers
+        // reject such a history, so the missing results are recorded now.
+        for result in unanswered_calls(&history) {
+            let (id, msg) = (session.id.clone(), result.clone());
+            db(&services.store, move |s| s.append_message(&id, &msg)).await?;
+            history.push(result);
+        }
         let system_prompt = match session.system_prompt.filter(|p| !p.is_empty()) {
             Some(p) => p,
             None => {
@@ -337,6 +344,21 @@ impl Agent {
             .and_then(|m| m.content.clone())
     }
 
+    /// `Some(answer)` when the last user message carries `tag`: `Some(Some(text))` if a final
+    /// answer follows it, `Some(None)` if the turn never finished.
+    fn replayed_turn(&self, tag: &str) -> Option<Option<String>> {
+        let at = self.history.iter().rposition(|m| m.role == Role::User)?;
+        if self.history[at].platform_message_id.as_deref() != Some(tag) {
+            return None;
+        }
+        let answer = self.history[at + 1..]
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::Assistant && m.tool_calls.is_empty())
+            .and_then(|m| m.content.clone());
+        Some(answer)
+    }
+
     /// Hides the last user turn and everything after it (`/undo`); returns messages hidden.
     pub async fn undo(&mut self) -> Result<usize, AgentError> {
         let id = self.session_id.clone();
@@ -361,13 +383,44 @@ impl Agent {
         events: &UnboundedSender<AgentEvent>,
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, AgentError> {
+        self.run_turn_tagged(user_text, None, events, cancel).await
+    }
+
+    /// Like [`Agent::run_turn`] for a message that carries its platform's id (gateway). When
+    /// that message is already the session's last user message — a redelivery after a crash —
+    /// it is not stored again: a stored answer is returned as is, without a model call, and a
+    /// missing one is produced by continuing the turn.
+    pub async fn run_turn_tagged(
+        &mut self,
+        user_text: &str,
+        platform_message_id: Option<&str>,
+        events: &UnboundedSender<AgentEvent>,
+        cancel: &CancellationToken,
+    ) -> Result<TurnOutcome, AgentError> {
+        let seen = platform_message_id.and_then(|tag| self.replayed_turn(tag));
+        if let Some(Some(answer)) = &seen {
+            return Ok(TurnOutcome {
+                text: answer.clone(),
+                exit: TurnExit::Completed,
+                api_calls: 0,
+                usage: Usage::default(),
+            });
+        }
         // 1. The user's message is durable before anything else can fail.
-        let user_row = self.persist(Message::user(user_text)).await?;
+        let user_row = if seen.is_some() {
+            None
+        } else {
+            let mut message = Message::user(user_text);
+            message.platform_message_id = platform_message_id.map(str::to_string);
+            self.persist(message).await?
+        };
         if let Some(client) = self.failover.start_turn() {
             self.client = client;
         }
         let info = self.turn_info(user_text);
-        self.gather_context(&info, user_row).await?;
+        if seen.is_none() {
+            self.gather_context(&info, user_row).await?;
+        }
 
         let budget = IterationBudget::new(self.options.max_iterations);
         let mut guard = loop_guard::LoopGuard::new(loop_guard::LoopGuardConfig::from_raw(
@@ -706,6 +759,37 @@ impl Agent {
     }
 }
 
+/// "Not run" results for the tool calls of the last assistant message that have none.
+fn unanswered_calls(history: &[Message]) -> Vec<Message> {
+    let Some(at) = history
+        .iter()
+        .rposition(|m| m.role == Role::Assistant && !m.tool_calls.is_empty())
+    else {
+        return Vec::new();
+    };
+    // Only a dangling tail can be repaired in place (results must follow their call).
+    if history[at + 1..].iter().any(|m| m.role != Role::Tool) {
+        return Vec::new();
+    }
+    let answered: Vec<&str> = history[at + 1..]
+        .iter()
+        .filter_map(|m| m.tool_call_id.as_deref())
+        .collect();
+    history[at]
+        .tool_calls
+        .iter()
+        .filter(|c| !answered.contains(&c.id.as_str()))
+        .map(|c| {
+            Message::tool_result(
+                c,
+                crate::tools::registry::error_json(
+                    "not run: the session stopped before this call finished",
+                ),
+            )
+        })
+        .collect()
+}
+
 fn capped(mut turn: TurnOutcome, message: String) -> TurnOutcome {
     tracing::warn!(%message, "spend cap reached");
     turn.exit = TurnExit::SpendCapped;
@@ -761,6 +845,29 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dangling_tool_calls_get_not_run_results() {
+        let call = |id: &str| ToolCall {
+            id: id.into(),
+            name: "terminal".into(),
+            arguments: "{}".into(),
+        };
+        let mut history = vec![
+            Message::user("go"),
+            Message::assistant(None, vec![call("a"), call("b")]),
+        ];
+        history.push(Message::tool_result(&call("a"), "done"));
+        let fixed = unanswered_calls(&history);
+        assert_eq!(fixed.len(), 1);
+        assert_eq!(fixed[0].tool_call_id.as_deref(), Some("b"));
+        // Answered, or followed by later conversation: nothing to repair here.
+        history.extend(fixed);
+        assert!(unanswered_calls(&history).is_empty());
+        history.push(Message::user("next"));
+        history.insert(2, Message::user("odd"));
+        assert!(unanswered_calls(&history).is_empty());
+    }
 
     #[test]
     fn argument_summaries_are_short() {

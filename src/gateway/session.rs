@@ -231,7 +231,11 @@ async fn handle(
         rx,
         control.clone(),
     ));
-    let result = agent.run_turn(&event.text, &tx, &cancel).await;
+    // Tagged with the update id: a redelivery after a crash is recognised, not answered twice.
+    let tag = format!("update:{}", event.platform_update_id);
+    let result = agent
+        .run_turn_tagged(&event.text, Some(&tag), &tx, &cancel)
+        .await;
     drop(tx);
     let streamed = listener.await.unwrap_or(None);
     *lock(&control.turn) = None;

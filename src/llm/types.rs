@@ -114,6 +114,9 @@ pub struct Message {
     /// a user message). Persisted so a resumed session replays identical bytes.
     pub api_content: Option<String>,
     pub finish_reason: Option<String>,
+    /// The chat platform's id of the message this came from (gateway), so a replayed update
+    /// is recognised instead of being answered twice. Stored in `messages.platform_message_id`.
+    pub platform_message_id: Option<String>,
 }
 
 impl Message {
@@ -127,6 +130,7 @@ impl Message {
             reasoning: None,
             api_content: None,
             finish_reason: None,
+            platform_message_id: None,
         }
     }
 
@@ -213,6 +217,9 @@ pub struct LlmResponse {
 }
 
 /// What a streaming call yields. The stream always ends with exactly one `Done` on success.
+// `Done` is large but arrives once per call, after many small deltas: boxing it would only add
+// an allocation.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum LlmEvent {
     TextDelta(String),

@@ -285,8 +285,9 @@ impl SessionStore {
         let result = self.write("append a message", |tx| {
             tx.execute(
                 "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls, tool_name,
-                     timestamp, finish_reason, reasoning, observed, active, api_content)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 0, 1, ?10)",
+                     timestamp, finish_reason, reasoning, observed, active, api_content,
+                     platform_message_id)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 0, 1, ?10, ?11)",
                 params![
                     session_id,
                     msg.role.as_str(),
@@ -297,7 +298,8 @@ impl SessionStore {
                     now(),
                     msg.finish_reason,
                     msg.reasoning,
-                    msg.api_content
+                    msg.api_content,
+                    msg.platform_message_id
                 ],
             )?;
             let id = tx.last_insert_rowid();

@@ -80,7 +80,8 @@ pub(super) fn session_row(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
 
 /// The `messages` columns [`stored_message`] reads.
 pub(super) const MESSAGE_COLUMNS: &str = "id, session_id, role, content, tool_call_id, tool_calls, \
-     tool_name, timestamp, finish_reason, reasoning, reasoning_content, api_content, active";
+     tool_name, timestamp, finish_reason, reasoning, reasoning_content, api_content, active, \
+     platform_message_id";
 
 /// Converts one `messages` row. `None` for a role we cannot represent (logged, skipped).
 pub(super) fn stored_message(row: &Row<'_>) -> rusqlite::Result<Option<StoredMessage>> {
@@ -112,6 +113,7 @@ pub(super) fn stored_message(row: &Row<'_>) -> rusqlite::Result<Option<StoredMes
         reasoning,
         api_content: text(row, "api_content")?,
         finish_reason: text(row, "finish_reason")?,
+        platform_message_id: text(row, "platform_message_id")?,
     };
     Ok(Some(StoredMessage {
         id,
