@@ -20,7 +20,7 @@ use mock_llm::{MockLlm, Reply};
 
 const LATENCY_RUNS: usize = 50;
 const SESSIONS: i64 = 1000;
-const SOAK_ROUNDS: usize = 5;
+const SOAK_ROUNDS: usize = 10;
 const SOAK_MESSAGES: i64 = 400;
 const SOAK_CHATS: i64 = 100;
 
