@@ -11,11 +11,10 @@
 #![allow(dead_code, clippy::expect_used)]
 
 use std::collections::VecDeque;
-use std::future::IntoFuture;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use super::mock_llm::BackgroundServer;
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -67,17 +66,12 @@ fn lock(s: &Shared) -> MutexGuard<'_, FakeState> {
 }
 
 pub struct FakeTelegram {
-    addr: SocketAddr,
+    server: BackgroundServer,
     shared: Shared,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl FakeTelegram {
     pub fn start() -> FakeTelegram {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind fake telegram");
-        listener.set_nonblocking(true).expect("nonblocking");
-        let addr = listener.local_addr().expect("addr");
         let shared: Shared = Arc::new(Inner {
             state: Mutex::new(FakeState {
                 next_update: 1000,
@@ -89,35 +83,15 @@ impl FakeTelegram {
         let app = Router::new()
             .route("/{bot}/{method}", post(handle))
             .with_state(shared.clone());
-        let (shutdown, stop) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name("fake-telegram".into())
-            .spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("fake telegram runtime");
-                rt.block_on(async move {
-                    let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
-                    tokio::select! {
-                        _ = axum::serve(listener, app).into_future() => {}
-                        _ = stop => {}
-                    }
-                });
-                rt.shutdown_background();
-            })
-            .expect("spawn fake telegram");
         FakeTelegram {
-            addr,
+            server: BackgroundServer::start("fake-telegram", app),
             shared,
-            shutdown: Some(shutdown),
-            thread: Some(thread),
         }
     }
 
     /// The value for `TELEGRAM_API_BASE_URL`.
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("http://{}", self.server.addr())
     }
 
     /// Queues a private message from `user` (chat id = user id); returns its update id.
@@ -235,17 +209,6 @@ impl FakeTelegram {
         while self.get_updates_count() < since + n {
             assert!(start.elapsed() < timeout, "the gateway stopped polling");
             std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-}
-
-impl Drop for FakeTelegram {
-    fn drop(&mut self) {
-        if let Some(s) = self.shutdown.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
         }
     }
 }

@@ -12,11 +12,10 @@
 #![allow(dead_code, clippy::expect_used)]
 
 use std::collections::{BTreeMap, VecDeque};
-use std::future::IntoFuture;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use super::mock_llm::BackgroundServer;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::State;
@@ -52,49 +51,21 @@ fn lock(shared: &Shared) -> MutexGuard<'_, MockState> {
 
 /// The running mock server.
 pub struct MockAnthropic {
-    addr: SocketAddr,
+    server: BackgroundServer,
     shared: Shared,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl MockAnthropic {
     pub fn start() -> MockAnthropic {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the mock port");
-        listener
-            .set_nonblocking(true)
-            .expect("make the mock socket non-blocking");
-        let addr = listener.local_addr().expect("mock address");
         let shared: Shared = Arc::default();
         let app = Router::new()
             .route("/v1/messages", post(messages))
             .route("/v1/models", get(models))
             .fallback(unknown_route)
             .with_state(shared.clone());
-        let (shutdown, stop) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name("mock-anthropic".into())
-            .spawn(move || {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("mock runtime");
-                runtime.block_on(async move {
-                    let listener =
-                        tokio::net::TcpListener::from_std(listener).expect("mock listener");
-                    tokio::select! {
-                        _ = axum::serve(listener, app).into_future() => {}
-                        _ = stop => {}
-                    }
-                });
-                runtime.shutdown_background();
-            })
-            .expect("spawn the mock thread");
         MockAnthropic {
-            addr,
+            server: BackgroundServer::start("mock-anthropic", app),
             shared,
-            shutdown: Some(shutdown),
-            thread: Some(thread),
         }
     }
 
@@ -113,12 +84,12 @@ impl MockAnthropic {
 
     /// `http://127.0.0.1:PORT/v1`, the provider base URL.
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        format!("http://{}/v1", self.server.addr())
     }
 
     /// `http://127.0.0.1:PORT/anthropic`-style base without `/v1` (gateway layout).
     pub fn root_url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("http://{}", self.server.addr())
     }
 
     pub fn requests(&self) -> Vec<Value> {
@@ -157,17 +128,6 @@ impl MockAnthropic {
 
     pub fn finished_streams(&self) -> usize {
         lock(&self.shared).finished_streams
-    }
-}
-
-impl Drop for MockAnthropic {
-    fn drop(&mut self) {
-        if let Some(shutdown) = self.shutdown.take() {
-            let _ = shutdown.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }
 

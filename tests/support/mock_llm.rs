@@ -57,20 +57,13 @@ fn lock(shared: &Shared) -> MutexGuard<'_, MockState> {
 
 /// The running mock server.
 pub struct MockLlm {
-    addr: SocketAddr,
+    server: BackgroundServer,
     shared: Shared,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl MockLlm {
     /// Starts an empty mock (script it with [`MockLlm::push`]).
     pub fn start() -> MockLlm {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the mock LLM port");
-        listener
-            .set_nonblocking(true)
-            .expect("make the mock LLM socket non-blocking");
-        let addr = listener.local_addr().expect("mock LLM address");
         let shared: Shared = Arc::new(Mutex::new(MockState {
             models: vec!["mock-model".to_string()],
             ..MockState::default()
@@ -80,31 +73,9 @@ impl MockLlm {
             .route("/v1/models", get(models))
             .fallback(unknown_route)
             .with_state(shared.clone());
-        let (shutdown, stop) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::Builder::new()
-            .name("mock-llm".into())
-            .spawn(move || {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("mock LLM runtime");
-                runtime.block_on(async move {
-                    let listener =
-                        tokio::net::TcpListener::from_std(listener).expect("mock LLM listener");
-                    tokio::select! {
-                        _ = axum::serve(listener, app).into_future() => {}
-                        _ = stop => {}
-                    }
-                });
-                // Open connections (e.g. a stream the test never finished) die with the runtime.
-                runtime.shutdown_background();
-            })
-            .expect("spawn the mock LLM thread");
         MockLlm {
-            addr,
+            server: BackgroundServer::start("mock-llm", app),
             shared,
-            shutdown: Some(shutdown),
-            thread: Some(thread),
         }
     }
 
@@ -125,11 +96,11 @@ impl MockLlm {
 
     /// `http://127.0.0.1:PORT/v1`, the provider base URL.
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        format!("http://{}/v1", self.server.addr())
     }
 
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        self.server.addr()
     }
 
     /// Bodies of the chat completion requests received so far, in order.
@@ -178,17 +149,6 @@ impl MockLlm {
     /// Replaces the model ids `GET /v1/models` lists (default: `mock-model`).
     pub fn set_models(&self, models: &[&str]) {
         lock(&self.shared).models = models.iter().map(|m| m.to_string()).collect();
-    }
-}
-
-impl Drop for MockLlm {
-    fn drop(&mut self) {
-        if let Some(shutdown) = self.shutdown.take() {
-            let _ = shutdown.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }
 
@@ -710,5 +670,64 @@ fn arguments_text(args: &Value) -> String {
     match args {
         Value::String(raw) => raw.clone(),
         other => other.to_string(),
+    }
+}
+
+/// An axum app served on 127.0.0.1 (a free port) by its own thread and tokio runtime, so plain
+/// synchronous tests can use it; stopped (open connections included) when dropped. Shared by the
+/// mock LLM, the mock Anthropic API and the fake Telegram Bot API.
+pub struct BackgroundServer {
+    addr: SocketAddr,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl BackgroundServer {
+    pub fn start(name: &str, app: Router) -> BackgroundServer {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+        listener
+            .set_nonblocking(true)
+            .expect("make the server socket non-blocking");
+        let addr = listener.local_addr().expect("server address");
+        let (shutdown, stop) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name(name.to_string())
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("server runtime");
+                runtime.block_on(async move {
+                    let listener =
+                        tokio::net::TcpListener::from_std(listener).expect("server listener");
+                    tokio::select! {
+                        _ = axum::serve(listener, app).into_future() => {}
+                        _ = stop => {}
+                    }
+                });
+                // Open connections (e.g. a stream the test never finished) die with the runtime.
+                runtime.shutdown_background();
+            })
+            .expect("spawn the server thread");
+        BackgroundServer {
+            addr,
+            shutdown: Some(shutdown),
+            thread: Some(thread),
+        }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for BackgroundServer {
+    fn drop(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }
