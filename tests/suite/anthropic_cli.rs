@@ -115,11 +115,7 @@ fn binary_openrouter_claude_uses_configured_ttl() {
     use crate::support::mock_llm::{MockLlm, Reply as ChatReply};
 
     let env = TestEnv::new();
-    std::fs::write(
-        env.home_path().join("config.yaml"),
-        "prompt_caching:\n  cache_ttl: 1h\n",
-    )
-    .unwrap();
+    env.config("prompt_caching:\n  cache_ttl: 1h\n");
     let mock = MockLlm::with_script([ChatReply::text("cached hello")]);
     let out = env
         .bare_cmd()

@@ -125,11 +125,7 @@ fn state_db_rows_match_the_conversation() {
 fn ten_tool_rounds() {
     let env = TestEnv::new();
     // Only the conversation's own requests are scripted: keep the skill-review nudge out of it.
-    std::fs::write(
-        env.home_path().join("config.yaml"),
-        "skills:\n  creation_nudge_interval: 1000\n",
-    )
-    .unwrap();
+    env.config("skills:\n  creation_nudge_interval: 1000\n");
     let mut script: Vec<Reply> = (0..10)
         .map(|i| {
             env.write(&format!("f{i}.txt"), &format!("content {i}\n"));
@@ -677,11 +673,7 @@ fn html_error_pages_are_retried_then_shown() {
 #[test]
 fn request_prefix_is_byte_stable_across_rounds() {
     let env = TestEnv::new();
-    std::fs::write(
-        env.home_path().join("config.yaml"),
-        "skills:\n  creation_nudge_interval: 1000\n",
-    )
-    .unwrap();
+    env.config("skills:\n  creation_nudge_interval: 1000\n");
     let mut script: Vec<Reply> = (0..10)
         .map(|i| {
             env.write(&format!("p{i}.txt"), &format!("page {i}\n"));

@@ -31,11 +31,7 @@ fn no_provider_tells_what_to_set() {
 #[test]
 fn config_that_is_not_yaml_is_named() {
     let env = TestEnv::new();
-    std::fs::write(
-        env.home_path().join("config.yaml"),
-        "model: [unclosed\n  - : :\n\t",
-    )
-    .unwrap();
+    env.config("model: [unclosed\n  - : :\n\t");
     let out = env.bare_cmd().args(["-z", "hi"]).output().unwrap();
     assert!(!out.status.success());
     let err = stderr(&out);
@@ -48,11 +44,7 @@ fn config_that_is_not_yaml_is_named() {
 #[test]
 fn unknown_config_key_is_named() {
     let env = TestEnv::new();
-    std::fs::write(
-        env.home_path().join("config.yaml"),
-        "agent:\n  max_turn: 5\n",
-    )
-    .unwrap();
+    env.config("agent:\n  max_turn: 5\n");
     let out = env.bare_cmd().args(["-z", "hi"]).output().unwrap();
     assert!(!out.status.success());
     let err = stderr(&out);
@@ -148,11 +140,9 @@ fn sessions_show_unknown_id() {
 #[test]
 fn toolset_cycle_is_a_config_error() {
     let env = TestEnv::new();
-    std::fs::write(
-        env.home_path().join("config.yaml"),
+    env.config(
         "custom_toolsets:\n  a:\n    includes: [b]\n  b:\n    includes: [a]\ntoolsets: [a]\n",
-    )
-    .unwrap();
+    );
     let out = env
         .cmd("http://127.0.0.1:9/v1")
         .args(["-z", "hi"])

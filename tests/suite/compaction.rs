@@ -16,7 +16,7 @@ fn count(env: &TestEnv, sql: &str) -> i64 {
 #[test]
 fn overflow_compacts_with_fallback_summary_and_loses_nothing() {
     let env = TestEnv::new();
-    std::fs::write(env.home_path().join("config.yaml"), CONFIG).unwrap();
+    env.config(CONFIG);
     let filler =
         "This is a fairly long answer that takes up room in the context window. ".repeat(11);
     let mut script: Vec<Reply> = (0..4)
@@ -111,7 +111,7 @@ fn overflow_compacts_with_fallback_summary_and_loses_nothing() {
 #[test]
 fn manual_compress_in_the_repl() {
     let env = TestEnv::new();
-    std::fs::write(env.home_path().join("config.yaml"), CONFIG).unwrap();
+    env.config(CONFIG);
     let filler = "Room-filling words for the context window. ".repeat(19);
     let mut script: Vec<Reply> = (0..4)
         .map(|i| Reply::text(format!("reply {i}: {filler}")))

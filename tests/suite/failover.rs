@@ -127,14 +127,10 @@ fn exhausted_primary_falls_back_for_the_turn_only() {
         .collect();
     primary_script.push(Reply::text("the primary is back"));
     let primary = MockLlm::with_script(primary_script);
-    std::fs::write(
-        env.home_path().join("config.yaml"),
-        format!(
-            "fallback_providers:\n  - provider: custom\n    base_url: {}\n    model: fallback-model\n",
-            fallback.base_url()
-        ),
-    )
-    .unwrap();
+    env.config(&format!(
+        "fallback_providers:\n  - provider: custom\n    base_url: {}\n    model: fallback-model\n",
+        fallback.base_url()
+    ));
     let out = env
         .cmd(&primary.base_url())
         .write_stdin("first question\nsecond question\n/quit\n")
@@ -190,14 +186,10 @@ fn pooled_key_storm_falls_back_after_its_retries() {
         (0..6).map(|_| Reply::error(429, RATE_LIMITED).header("retry-after", "0")),
     );
     write_pool(env.home_path(), &primary.base_url(), &["sk-pooled-5555"]);
-    std::fs::write(
-        env.home_path().join("config.yaml"),
-        format!(
-            "fallback_providers:\n  - provider: custom\n    base_url: {}\n    model: fallback-model\n",
-            fallback.base_url()
-        ),
-    )
-    .unwrap();
+    env.config(&format!(
+        "fallback_providers:\n  - provider: custom\n    base_url: {}\n    model: fallback-model\n",
+        fallback.base_url()
+    ));
     let out = env
         .cmd(&primary.base_url())
         .args(["-z", "hi"])

@@ -33,7 +33,7 @@ impl Gw {
     }
 
     pub fn config(&self, yaml: &str) {
-        std::fs::write(self.env.home_path().join("config.yaml"), yaml).unwrap();
+        self.env.config(yaml);
     }
 
     /// Starts `hermes gateway run` and waits until it polls.

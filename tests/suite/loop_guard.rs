@@ -64,11 +64,7 @@ fn ping_pong_stops_the_turn() {
 #[test]
 fn hard_stop_can_be_turned_off() {
     let env = TestEnv::new();
-    std::fs::write(
-        env.home_path().join("config.yaml"),
-        "tool_loop_guardrails:\n  hard_stop_enabled: false\n",
-    )
-    .unwrap();
+    env.config("tool_loop_guardrails:\n  hard_stop_enabled: false\n");
     let mut script: Vec<Reply> = (0..6)
         .map(|i| {
             Reply::tool_call(

@@ -194,11 +194,7 @@ fn two_processes_add_concurrently() {
 #[test]
 fn background_review_saves_a_fact() {
     let env = TestEnv::new();
-    std::fs::write(
-        env.home_path().join("config.yaml"),
-        "memory:\n  nudge_interval: 1\n",
-    )
-    .unwrap();
+    env.config("memory:\n  nudge_interval: 1\n");
     let mock = MockLlm::with_script([
         Reply::text("Sure, tabs it is."),
         // The review agent: one memory call, then its closing line.
@@ -248,11 +244,7 @@ fn background_review_saves_a_fact() {
 #[test]
 fn local_provider_recalls_an_earlier_session() {
     let env = TestEnv::new();
-    std::fs::write(
-        env.home_path().join("config.yaml"),
-        "memory:\n  provider: local\n",
-    )
-    .unwrap();
+    env.config("memory:\n  provider: local\n");
     let mock = MockLlm::with_script([
         Reply::text("Got it: staging Postgres on port 6543."),
         Reply::text("It runs on 6543."),

@@ -194,14 +194,10 @@ fn auxiliary_model_summarises_hits_when_configured() {
         Reply::text("They arrive Tuesday."),
     ]);
     run(&env, &mock, "The llamas arrive on Tuesday");
-    std::fs::write(
-        env.home_path().join("config.yaml"),
-        format!(
+    env.config(&format!(
             "auxiliary:\n  session_search:\n    provider: custom\n    model: aux-model\n    base_url: {}\n",
             mock.base_url()
-        ),
-    )
-    .unwrap();
+        ));
     run(&env, &mock, "when do the llamas come?");
     assert_eq!(mock.request_count(), 4);
     let aux = &mock.requests()[2];

@@ -188,11 +188,7 @@ const CSV_SKILL: &str = "---\nname: csv-report\ndescription: Summarise CSV files
 #[test]
 fn background_review_creates_then_patches_instead_of_duplicating() {
     let env = TestEnv::new();
-    std::fs::write(
-        env.home_path().join("config.yaml"),
-        "skills:\n  creation_nudge_interval: 2\n",
-    )
-    .unwrap();
+    env.config("skills:\n  creation_nudge_interval: 2\n");
 
     // First run: the turn crosses the interval; the review lists, finds nothing, creates.
     let mut script = long_turn(&env, 2);

@@ -13,7 +13,7 @@ const PRICES: &str =
 fn session_cap_stops_before_the_call_that_would_pass_it() {
     let env = TestEnv::new();
     env.write("a.txt", "a\n");
-    std::fs::write(env.home_path().join("config.yaml"), PRICES).unwrap();
+    env.config(PRICES);
     // Each call costs 2000 × $2/M + 100 × $10/M = $0.005.
     let mock = MockLlm::with_script((0..5).map(|i| {
         Reply::tool_call(&format!("c{i}"), "read_file", json!({"path": "a.txt"}))
@@ -67,11 +67,7 @@ fn session_cap_stops_before_the_call_that_would_pass_it() {
 #[test]
 fn token_cap_applies_without_prices() {
     let env = TestEnv::new();
-    std::fs::write(
-        env.home_path().join("config.yaml"),
-        "budget:\n  session_tokens: 100\n",
-    )
-    .unwrap();
+    env.config("budget:\n  session_tokens: 100\n");
     let mock = MockLlm::with_script([Reply::text("never")]);
     let out = env
         .cmd(&mock.base_url())

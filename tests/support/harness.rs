@@ -67,6 +67,11 @@ impl TestEnv {
         cmd
     }
 
+    /// Writes `$HERMES_HOME/config.yaml`.
+    pub fn config(&self, yaml: &str) {
+        std::fs::write(self.home.path().join("config.yaml"), yaml).unwrap();
+    }
+
     pub fn write(&self, rel: &str, text: &str) -> PathBuf {
         let p = self.cwd.path().join(rel);
         if let Some(parent) = p.parent() {
