@@ -21,6 +21,14 @@ use mock_llm::{MockLlm, Reply};
 const LATENCY_RUNS: usize = 50;
 const SESSIONS: i64 = 1000;
 const SOAK_ROUNDS: usize = 10;
+
+/// `HERMES_BENCH_SOAK_ROUNDS` overrides the soak length for a longer look.
+fn soak_rounds() -> usize {
+    std::env::var("HERMES_BENCH_SOAK_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(SOAK_ROUNDS)
+}
 const SOAK_MESSAGES: i64 = 400;
 const SOAK_CHATS: i64 = 100;
 
@@ -49,22 +57,84 @@ fn wait_sends(tg: &FakeTelegram, n: usize, limit: Duration) {
     }
 }
 
+/// A paragraph-sized answer (~700 characters), different each time, like a real reply.
+fn soak_answer(round: usize, i: i64) -> String {
+    let mut text = format!("Answer {i} of round {round}. ");
+    while text.len() < 700 {
+        text.push_str("Here is a sentence that explains a little more about the question asked. ");
+    }
+    text
+}
+
+/// Chats grow until compaction bounds them (the first third of the soak); after that RSS must
+/// stay in a band. Prints that band and the least-squares slope over the steady part.
+fn print_steady_state(samples: &[u64]) {
+    let steady = &samples[samples.len() / 3..];
+    if steady.len() < 2 {
+        return;
+    }
+    let n = steady.len() as f64;
+    let mean_x = (n - 1.0) / 2.0;
+    let mean_y = steady.iter().map(|k| *k as f64).sum::<f64>() / n;
+    let (mut num, mut den) = (0.0, 0.0);
+    for (x, y) in steady.iter().enumerate() {
+        num += (x as f64 - mean_x) * (*y as f64 - mean_y);
+        den += (x as f64 - mean_x).powi(2);
+    }
+    let slope_kib_per_round = num / den;
+    let per_thousand = slope_kib_per_round / 1024.0 * 1000.0 / SOAK_MESSAGES as f64;
+    let (min, max) = (
+        steady.iter().min().copied().unwrap_or(0),
+        steady.iter().max().copied().unwrap_or(0),
+    );
+    println!(
+        "steady state (last {} rounds): RSS {}–{}, trend {per_thousand:+.3} MiB per 1,000 messages",
+        steady.len(),
+        mib(min),
+        mib(max)
+    );
+}
+
 fn main() {
     let bin = env!("CARGO_BIN_EXE_hermes");
-    let home = tempfile::tempdir().unwrap();
+    let home_dir = tempfile::tempdir().unwrap();
+    let home = home_dir.path().to_path_buf();
+    // `HERMES_BENCH_KEEP_HOME=1` leaves state.db and the logs behind for a look afterwards.
+    let _home_guard = if std::env::var_os("HERMES_BENCH_KEEP_HOME").is_some() {
+        println!("HERMES_HOME kept at {}", home_dir.keep().display());
+        None
+    } else {
+        Some(home_dir)
+    };
     let cwd = tempfile::tempdir().unwrap();
     std::fs::write(
-        home.path().join("config.yaml"),
-        "gateway:\n  session_idle_seconds: 2\n",
+        home.as_path().join("config.yaml"),
+        format!(
+            // A 16K window: long chats compact, as they would in a day of real use.
+            "gateway:\n  session_idle_seconds: 2\nmodel:\n  context_length: 16000\n{}",
+            std::env::var("HERMES_BENCH_CONFIG_EXTRA").unwrap_or_default()
+        ),
     )
     .unwrap();
     let tg = FakeTelegram::start();
     let llm = MockLlm::start();
-    let mut child: Child = Command::new(bin)
+    // `HERMES_BENCH_WRAP="heaptrack -o /tmp/x"` runs the gateway under a profiler.
+    let wrap = std::env::var("HERMES_BENCH_WRAP").unwrap_or_default();
+    let wrapped = !wrap.trim().is_empty();
+    let mut words = wrap.split_whitespace();
+    let mut command = match words.next() {
+        Some(program) => {
+            let mut c = Command::new(program);
+            c.args(words).arg(bin);
+            c
+        }
+        None => Command::new(bin),
+    };
+    let mut child: Child = command
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home.path())
-        .env("HERMES_HOME", home.path())
+        .env("HOME", home.as_path())
+        .env("HERMES_HOME", home.as_path())
         .env("CUSTOM_BASE_URL", llm.base_url())
         .env("TELEGRAM_BOT_TOKEN", TOKEN)
         .env("TELEGRAM_API_BASE_URL", tg.base_url())
@@ -117,15 +187,20 @@ fn main() {
         t.elapsed(),
         mib(rss_kib(pid))
     );
-    std::thread::sleep(Duration::from_secs(4));
-    println!("RSS after they went idle (evicted): {}", mib(rss_kib(pid)));
+    // Idle eviction (2 s here) plus one trim interval (10 s) hands the burst's memory back.
+    std::thread::sleep(Duration::from_secs(13));
+    println!(
+        "RSS after they went idle (evicted, memory trimmed): {}",
+        mib(rss_kib(pid))
+    );
 
     let mut samples = Vec::new();
-    for round in 0..SOAK_ROUNDS {
+    let rounds = soak_rounds();
+    for round in 0..rounds {
         let before = tg.sends().len();
         // Spare replies: background memory/skill reviews also call the model in long chats.
-        for _ in 0..SOAK_MESSAGES * 2 {
-            llm.push(Reply::text("ok"));
+        for i in 0..SOAK_MESSAGES * 2 {
+            llm.push(Reply::text(&soak_answer(round, i)));
         }
         for m in 0..SOAK_MESSAGES {
             tg.push_text(
@@ -152,13 +227,21 @@ fn main() {
         samples.push(rss_kib(pid));
     }
     println!(
-        "soak ({SOAK_ROUNDS} rounds × {SOAK_MESSAGES} messages over {SOAK_CHATS} chats), RSS per round: {}",
+        "soak ({rounds} rounds × {SOAK_MESSAGES} messages over {SOAK_CHATS} chats), RSS per round: {}",
         samples
             .iter()
             .map(|k| mib(*k))
             .collect::<Vec<_>>()
             .join(", ")
     );
+    print_steady_state(&samples);
+    if wrapped {
+        // The profiler's child is the gateway: stop it where it stands, so the profile shows
+        // what was live at the end of the soak.
+        let _ = Command::new("pkill")
+            .args(["-KILL", "-f", &format!("{bin} --provider")])
+            .status();
+    }
     unsafe {
         libc::kill(pid as i32, libc::SIGTERM);
     }

@@ -835,11 +835,7 @@ where
     T: Send + 'static,
     F: FnOnce(&SessionStore) -> Result<T, StoreError> + Send + 'static,
 {
-    let store = store.clone();
-    tokio::task::spawn_blocking(move || f(&store))
-        .await
-        .map_err(|e| AgentError::Internal(format!("state.db task failed: {e}")))?
-        .map_err(AgentError::from)
+    store.call(f).await.map_err(AgentError::from)
 }
 
 #[cfg(test)]

@@ -121,15 +121,15 @@ pub async fn open_agent(
     let store = services.store.clone();
     let wanted = args.resume.clone();
     let continue_last = args.continue_last;
-    let row = tokio::task::spawn_blocking(move || match (wanted, continue_last) {
-        (Some(id), _) => store.find_session(&id).map(|r| r.ok_or(id)),
-        (None, true) => store
-            .latest_session(&["cli"])
-            .map(|r| r.ok_or_else(|| "the most recent CLI session".to_string())),
-        (None, false) => Ok(Err(String::new())),
-    })
-    .await
-    .map_err(|e| CliError::Setup(format!("state.db task failed: {e}")))??;
+    let row = store
+        .call(move |store| match (wanted, continue_last) {
+            (Some(id), _) => store.find_session(&id).map(|r| r.ok_or(id)),
+            (None, true) => store
+                .latest_session(&["cli"])
+                .map(|r| r.ok_or_else(|| "the most recent CLI session".to_string())),
+            (None, false) => Ok(Err(String::new())),
+        })
+        .await?;
     let agent = match row {
         Ok(session) => Agent::resume(services.clone(), client, session, options).await,
         Err(missing) if !missing.is_empty() => {

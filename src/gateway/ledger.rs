@@ -58,11 +58,7 @@ where
     T: Send + 'static,
     F: FnOnce(&SessionStore) -> Result<T, crate::sessions::StoreError> + Send + 'static,
 {
-    let store = store.clone();
-    match tokio::task::spawn_blocking(move || f(&store)).await {
-        Ok(r) => r.map_err(|e| e.to_string()),
-        Err(e) => Err(format!("state.db task failed: {e}")),
-    }
+    store.call(f).await.map_err(|e| e.to_string())
 }
 
 /// Sends one message, honouring rate limits (`retry_after`) and retrying transient failures.

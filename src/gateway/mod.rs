@@ -11,6 +11,7 @@ pub mod api_server;
 pub mod delivery;
 pub mod hooks;
 pub mod ledger;
+pub mod memory_trim;
 pub mod pairing;
 pub mod platform;
 pub mod runner;
@@ -122,6 +123,10 @@ pub async fn run(
         .map_err(GatewayError::Store)?;
     let hooks = Arc::new(hooks::Hooks::load(&services.config.home.hooks_dir()));
     hooks.emit("gateway:startup", json!({ "platforms": names }));
+    tokio::spawn(memory_trim::run(
+        memory_trim::TRIM_INTERVAL,
+        shutdown.clone(),
+    ));
     let mut tasks = Vec::new();
     for adapter in adapters {
         let ctx = Arc::new(runner::PlatformCtx::new(

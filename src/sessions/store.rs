@@ -12,6 +12,7 @@ mod compact;
 mod error;
 mod gateway;
 mod ledger;
+mod queue;
 mod rows;
 #[cfg(test)]
 mod tests;
@@ -115,6 +116,8 @@ pub struct SessionStore {
     /// Whether `session_model_usage` has the v22 primary key including `task` (an older Python
     /// database may not, until Python migrates it); per-model usage is only recorded when it has.
     usage_by_model: bool,
+    /// Turns on the connection for async callers (see `queue.rs`).
+    queue: std::sync::Arc<tokio::sync::Semaphore>,
 }
 
 impl SessionStore {
@@ -163,6 +166,7 @@ impl SessionStore {
             path: path.to_path_buf(),
             busy_timeout,
             usage_by_model,
+            queue: std::sync::Arc::new(tokio::sync::Semaphore::new(1)),
         })
     }
 

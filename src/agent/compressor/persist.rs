@@ -15,8 +15,6 @@ pub enum CompactError {
     /// keep its old history.
     #[error("cannot save the compacted conversation: {0}")]
     Store(#[from] StoreError),
-    #[error("cannot save the compacted conversation: the state.db task failed: {0}")]
-    Task(String),
 }
 
 impl ContextCompressor {
@@ -26,10 +24,8 @@ impl ContextCompressor {
         store: &Arc<SessionStore>,
         session_id: &str,
     ) -> Result<(), CompactError> {
-        let (store, id) = (store.clone(), session_id.to_string());
-        let state = tokio::task::spawn_blocking(move || store.compression_failure(&id))
-            .await
-            .map_err(|e| CompactError::Task(e.to_string()))??;
+        let id = session_id.to_string();
+        let state = store.call(move |s| s.compression_failure(&id)).await?;
         self.restore_failure_state(&state);
         Ok(())
     }
@@ -51,22 +47,21 @@ impl ContextCompressor {
         if compaction.is_noop() {
             return Ok(compaction);
         }
-        let (db, id, messages, state) = (
-            store.clone(),
+        let (id, messages, state) = (
             session_id.to_string(),
             compaction.messages.clone(),
             self.failure_state(),
         );
-        tokio::task::spawn_blocking(move || -> Result<(), StoreError> {
-            db.archive_and_compact(&id, &messages)?;
-            // The history is what matters; a lost failure state only costs one extra attempt.
-            if let Err(e) = db.set_compression_failure(&id, &state) {
-                tracing::warn!(error = %e, "cannot save the compression failure state");
-            }
-            Ok(())
-        })
-        .await
-        .map_err(|e| CompactError::Task(e.to_string()))??;
+        store
+            .call(move |db| -> Result<(), StoreError> {
+                db.archive_and_compact(&id, &messages)?;
+                // The history is what matters; a lost failure state only costs one extra attempt.
+                if let Err(e) = db.set_compression_failure(&id, &state) {
+                    tracing::warn!(error = %e, "cannot save the compression failure state");
+                }
+                Ok(())
+            })
+            .await?;
         Ok(compaction)
     }
 }

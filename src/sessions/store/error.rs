@@ -45,6 +45,11 @@ pub enum StoreError {
     #[error("session `{0}` does not exist in state.db")]
     SessionNotFound(String),
 
+    #[error(
+        "a state.db task stopped before it finished ({0}); nothing after that step was saved — see the log and retry"
+    )]
+    Task(String),
+
     #[error("state.db {path}: failed to {op}: {source}")]
     Sqlite {
         path: PathBuf,
