@@ -20,7 +20,10 @@ use mock_llm::{MockLlm, Reply};
 
 const LATENCY_RUNS: usize = 50;
 const SESSIONS: i64 = 1000;
-const SOAK_ROUNDS: usize = 10;
+/// 45 rounds × 400 messages over 100 chats: 180 messages per chat, a busy day's worth.
+const SOAK_ROUNDS: usize = 45;
+/// Idle eviction (2 s here) plus the trim's settle time (1 s) and a margin.
+const QUIET: Duration = Duration::from_millis(4500);
 
 /// `HERMES_BENCH_SOAK_ROUNDS` overrides the soak length for a longer look.
 fn soak_rounds() -> usize {
@@ -68,7 +71,7 @@ fn soak_answer(round: usize, i: i64) -> String {
 
 /// Chats grow until compaction bounds them (the first third of the soak); after that RSS must
 /// stay in a band. Prints that band and the least-squares slope over the steady part.
-fn print_steady_state(samples: &[u64]) {
+fn print_steady_state(label: &str, samples: &[u64]) {
     let steady = &samples[samples.len() / 3..];
     if steady.len() < 2 {
         return;
@@ -88,7 +91,7 @@ fn print_steady_state(samples: &[u64]) {
         steady.iter().max().copied().unwrap_or(0),
     );
     println!(
-        "steady state (last {} rounds): RSS {}–{}, trend {per_thousand:+.3} MiB per 1,000 messages",
+        "steady state, {label} (last {} rounds): RSS {}–{}, trend {per_thousand:+.3} MiB per 1,000 messages",
         steady.len(),
         mib(min),
         mib(max)
@@ -187,20 +190,20 @@ fn main() {
         t.elapsed(),
         mib(rss_kib(pid))
     );
-    // Idle eviction (2 s here) plus one trim interval (10 s) hands the burst's memory back.
-    std::thread::sleep(Duration::from_secs(13));
+    // Idle eviction (2 s here), then the trim that follows evictions, hand the memory back.
+    std::thread::sleep(QUIET);
     println!(
         "RSS after they went idle (evicted, memory trimmed): {}",
         mib(rss_kib(pid))
     );
 
-    let mut samples = Vec::new();
+    let (mut busy, mut quiet) = (Vec::new(), Vec::new());
     let rounds = soak_rounds();
     for round in 0..rounds {
         let before = tg.sends().len();
         // Spare replies: background memory/skill reviews also call the model in long chats.
         for i in 0..SOAK_MESSAGES * 2 {
-            llm.push(Reply::text(&soak_answer(round, i)));
+            llm.push(Reply::text(soak_answer(round, i)));
         }
         for m in 0..SOAK_MESSAGES {
             tg.push_text(
@@ -224,17 +227,18 @@ fn main() {
             );
             std::thread::sleep(Duration::from_millis(5));
         }
-        samples.push(rss_kib(pid));
+        busy.push(rss_kib(pid));
+        std::thread::sleep(QUIET);
+        quiet.push(rss_kib(pid));
     }
+    let list = |v: &[u64]| v.iter().map(|k| mib(*k)).collect::<Vec<_>>().join(", ");
     println!(
-        "soak ({rounds} rounds × {SOAK_MESSAGES} messages over {SOAK_CHATS} chats), RSS per round: {}",
-        samples
-            .iter()
-            .map(|k| mib(*k))
-            .collect::<Vec<_>>()
-            .join(", ")
+        "soak ({rounds} rounds × {SOAK_MESSAGES} messages over {SOAK_CHATS} chats)\n  RSS at the end of each round (busy): {}\n  RSS once the chats went idle (quiet): {}",
+        list(&busy),
+        list(&quiet)
     );
-    print_steady_state(&samples);
+    print_steady_state("busy", &busy);
+    print_steady_state("quiet", &quiet);
     if wrapped {
         // The profiler's child is the gateway: stop it where it stands, so the profile shows
         // what was live at the end of the soak.

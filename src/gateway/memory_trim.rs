@@ -1,19 +1,24 @@
 //! Hands freed heap back to the operating system while the gateway runs for days.
 //!
-//! glibc keeps memory freed by worker threads in per-thread arenas and returns it only when the
-//! top of an arena is free, so after a burst (a thousand chats at once, then idle) the process
-//! would keep its peak RSS forever. `malloc_trim(0)` walks every arena and releases whole free
-//! pages; it costs about a millisecond for tens of MiB, so a periodic call is cheap. Measured by
-//! `cargo bench --bench gateway` (RSS after a 1,000-session burst went idle: 35 → 24 MiB).
+//! glibc keeps memory freed by worker threads in its arenas and returns it only when the top of
+//! an arena happens to be free, so after a burst (a thousand chats at once, then quiet) the
+//! process would keep its peak RSS. `malloc_trim(0)` walks every arena and releases whole free
+//! pages. It runs shortly after sessions leave memory (that is when much was freed; evictions
+//! come in bursts, so it waits for the burst to settle) and otherwise every `PERIOD`.
+//! Measured by `cargo bench --bench gateway` (RSS after a 1,000-session burst went idle).
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-/// How often freed memory is handed back.
-pub const TRIM_INTERVAL: Duration = Duration::from_secs(10);
+/// A trim at least this often, even when nothing was evicted.
+pub const PERIOD: Duration = Duration::from_secs(30);
+/// After an eviction, wait this long for the rest of the burst before trimming.
+pub const SETTLE: Duration = Duration::from_secs(1);
 
-/// Returns free heap pages to the OS (glibc); a no-op on other allocators.
+/// Returns free heap pages to the OS (glibc); a no-op with other C libraries.
 pub fn release_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only takes the allocator's own locks and touches no caller memory.
@@ -22,14 +27,40 @@ pub fn release_free_memory() {
     }
 }
 
-/// Trims every `interval` until `shutdown`.
-pub async fn run(interval: Duration, shutdown: CancellationToken) {
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => break,
-            _ = tokio::time::sleep(interval) => {}
+/// Told when memory was freed in bulk (a session left memory); trims soon after.
+#[derive(Default)]
+pub struct Trimmer {
+    freed: Notify,
+}
+
+impl Trimmer {
+    /// Something big was dropped; a trim follows within about `SETTLE`.
+    pub fn note_freed(&self) {
+        // One stored permit is enough: a trim after the latest note covers all earlier ones.
+        self.freed.notify_one();
+    }
+
+    /// Trims after each burst of notes and every `period`, until `shutdown`.
+    pub async fn run(
+        self: Arc<Self>,
+        period: Duration,
+        settle: Duration,
+        shutdown: CancellationToken,
+    ) {
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = self.freed.notified() => {
+                    tokio::select! {
+                        _ = shutdown.cancelled() => break,
+                        _ = tokio::time::sleep(settle) => {}
+                    }
+                }
+                _ = tokio::time::sleep(period) => {}
+            }
+            // Off the async workers: a trim holds each arena's lock while it walks it.
+            let _ = tokio::task::spawn_blocking(release_free_memory).await;
+            tracing::trace!("freed memory handed back to the OS");
         }
-        // Off the async workers: a trim holds each arena's lock while it walks it.
-        let _ = tokio::task::spawn_blocking(release_free_memory).await;
     }
 }

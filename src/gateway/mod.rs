@@ -123,10 +123,12 @@ pub async fn run(
         .map_err(GatewayError::Store)?;
     let hooks = Arc::new(hooks::Hooks::load(&services.config.home.hooks_dir()));
     hooks.emit("gateway:startup", json!({ "platforms": names }));
-    tokio::spawn(memory_trim::run(
-        memory_trim::TRIM_INTERVAL,
-        shutdown.clone(),
-    ));
+    let trimmer = Arc::new(memory_trim::Trimmer::default());
+    tokio::spawn(
+        trimmer
+            .clone()
+            .run(memory_trim::PERIOD, memory_trim::SETTLE, shutdown.clone()),
+    );
     let mut tasks = Vec::new();
     for adapter in adapters {
         let ctx = Arc::new(runner::PlatformCtx::new(
@@ -135,6 +137,7 @@ pub async fn run(
             client.clone(),
             agent_options.clone(),
             hooks.clone(),
+            trimmer.clone(),
             shutdown.clone(),
         ));
         tasks.push(tokio::spawn(runner::supervise(ctx)));

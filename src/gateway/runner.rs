@@ -150,6 +150,8 @@ pub struct PlatformCtx {
     pub turn_slots: Arc<tokio::sync::Semaphore>,
     /// Agents currently held by session workers.
     pub live_agents: std::sync::atomic::AtomicUsize,
+    /// Told when an agent leaves memory, so the freed heap goes back to the OS.
+    pub trimmer: Arc<crate::gateway::memory_trim::Trimmer>,
     /// Ledger rows being delivered right now (the sweep must not send them a second time).
     in_flight: Mutex<HashSet<i64>>,
     refused: Mutex<HashMap<String, Instant>>,
@@ -162,6 +164,7 @@ impl PlatformCtx {
         client: Arc<dyn LlmClient>,
         agent_options: AgentOptions,
         hooks: Arc<Hooks>,
+        trimmer: Arc<crate::gateway::memory_trim::Trimmer>,
         shutdown: CancellationToken,
     ) -> Self {
         // Sessions are labelled with their platform; someone in the chat can answer approvals.
@@ -179,6 +182,7 @@ impl PlatformCtx {
             settings,
             auth,
             hooks,
+            trimmer,
             sessions: Mutex::new(HashMap::new()),
             shutdown,
             turn_slots,

@@ -76,6 +76,7 @@ pub async fn run_worker(
                     drop(sessions);
                     if let Some(a) = agent.take() {
                         ctx.live_agents.fetch_sub(1, Ordering::SeqCst);
+                        ctx.trimmer.note_freed();
                         ctx.hooks.emit(
                             "session:end",
                             json!({"platform": ctx.adapter.platform(), "session_id": a.session_id(),
@@ -115,6 +116,7 @@ pub async fn run_worker(
         {
             agent = None;
             ctx.live_agents.fetch_sub(1, Ordering::SeqCst);
+            ctx.trimmer.note_freed();
         }
         finish(&ctx, &key, &event, reply, streamed).await;
     }

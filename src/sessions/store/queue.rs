@@ -76,11 +76,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(SessionStore::open(&dir.path().join("state.db")).unwrap());
         let err = store
-            .call(|s| {
-                s.messages("nope")
-                    .map(|_| ())
-                    .and(Err(StoreError::SessionNotFound("nope".into())))
-            })
+            .call(|_| -> Result<(), StoreError> { Err(StoreError::SessionNotFound("nope".into())) })
             .await
             .unwrap_err();
         assert!(err.to_string().contains("`nope` does not exist"), "{err}");
