@@ -210,6 +210,20 @@ impl SessionStore {
         f(&conn).map_err(|e| self.err(op, e))
     }
 
+    /// Whether `sql` (a `SELECT 1 ...`) finds a row.
+    fn row_exists(
+        &self,
+        op: &'static str,
+        sql: &str,
+        params: impl rusqlite::Params,
+    ) -> Result<bool, StoreError> {
+        self.read(op, |conn| {
+            conn.query_row(sql, params, |_| Ok(()))
+                .optional()
+                .map(|r| r.is_some())
+        })
+    }
+
     /// Inserts the session; if the id exists, only fills its still-empty metadata (Python's upsert).
     pub fn create_session(&self, s: &NewSession) -> Result<(), StoreError> {
         let result = self.write("create a session", |tx| {

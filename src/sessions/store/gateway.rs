@@ -94,15 +94,11 @@ impl SessionStore {
 
     /// Whether an inbound update was already recorded (a redelivery).
     pub fn gateway_inbound_seen(&self, platform: &str, update_id: i64) -> Result<bool, StoreError> {
-        self.read("look up an inbound gateway message", |conn| {
-            conn.query_row(
-                "SELECT 1 FROM gateway_inbound WHERE platform = ?1 AND update_id = ?2",
-                params![platform, update_id],
-                |_| Ok(()),
-            )
-            .optional()
-            .map(|r| r.is_some())
-        })
+        self.row_exists(
+            "look up an inbound gateway message",
+            "SELECT 1 FROM gateway_inbound WHERE platform = ?1 AND update_id = ?2",
+            params![platform, update_id],
+        )
     }
 
     /// Inbound messages accepted but not yet answered (after a crash), oldest first.

@@ -144,15 +144,11 @@ impl SessionStore {
     }
 
     pub fn pairing_is_approved(&self, platform: &str, user_id: &str) -> Result<bool, StoreError> {
-        self.read("check a paired user", |conn| {
-            conn.query_row(
-                "SELECT 1 FROM gateway_approved_users WHERE platform = ?1 AND user_id = ?2",
-                params![platform, user_id],
-                |_| Ok(()),
-            )
-            .optional()
-            .map(|r| r.is_some())
-        })
+        self.row_exists(
+            "check a paired user",
+            "SELECT 1 FROM gateway_approved_users WHERE platform = ?1 AND user_id = ?2",
+            params![platform, user_id],
+        )
     }
 
     /// Live codes of a platform, oldest first.
