@@ -6,6 +6,7 @@
 //! is spent, one tool-less call asks for a summary. Cancellation aborts the in-flight request or
 //! tools, records what happened, and leaves every tool call answered so the session resumes.
 
+pub mod background;
 pub mod budget;
 mod compaction;
 pub mod compressor;

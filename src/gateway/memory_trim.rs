@@ -27,6 +27,36 @@ pub fn release_free_memory() {
     }
 }
 
+/// Logs (at debug) where the process's memory is after a trim, for operators chasing growth:
+/// heap in use, heap free but kept by the allocator, large blocks mapped on their own, and what
+/// SQLite holds (its page cache and statements; its high-water mark since start).
+fn report() {
+    if !tracing::enabled!(tracing::Level::DEBUG) {
+        return;
+    }
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: both only read allocator / SQLite counters.
+        let (heap, sqlite_now, sqlite_peak) = unsafe {
+            (
+                libc::mallinfo2(),
+                rusqlite::ffi::sqlite3_memory_used(),
+                rusqlite::ffi::sqlite3_memory_highwater(0),
+            )
+        };
+        let kib = |b: usize| b / 1024;
+        tracing::debug!(
+            heap_in_use_kib = kib(heap.uordblks),
+            heap_free_kept_kib = kib(heap.fordblks),
+            heap_arena_kib = kib(heap.arena),
+            mapped_blocks_kib = kib(heap.hblkhd),
+            sqlite_kib = sqlite_now / 1024,
+            sqlite_peak_kib = sqlite_peak / 1024,
+            "memory after trim"
+        );
+    }
+}
+
 /// Told when memory was freed in bulk (a session left memory); trims soon after.
 #[derive(Default)]
 pub struct Trimmer {
@@ -60,7 +90,7 @@ impl Trimmer {
             }
             // Off the async workers: a trim holds each arena's lock while it walks it.
             let _ = tokio::task::spawn_blocking(release_free_memory).await;
-            tracing::trace!("freed memory handed back to the OS");
+            report();
         }
     }
 }

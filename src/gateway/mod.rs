@@ -5,7 +5,7 @@
 //! Files: `platform.rs` (adapter trait, events, session keys), `telegram.rs` (Bot API),
 //! `runner.rs` (supervision, intake, routing), `session.rs` (per-session worker), `ledger.rs`
 //! (exactly-once records and delivery), `delivery.rs` (chunking), `hooks.rs`, `api_server.rs`
-//! (OpenAI-compatible HTTP front end).
+//! (OpenAI-compatible HTTP front end), `memory_trim.rs` and `retention.rs` (long-run upkeep).
 
 pub mod api_server;
 pub mod delivery;
@@ -14,6 +14,7 @@ pub mod ledger;
 pub mod memory_trim;
 pub mod pairing;
 pub mod platform;
+pub mod retention;
 pub mod runner;
 pub mod session;
 pub mod telegram;
@@ -129,6 +130,12 @@ pub async fn run(
             .clone()
             .run(memory_trim::PERIOD, memory_trim::SETTLE, shutdown.clone()),
     );
+    tokio::spawn(retention::run(
+        store.clone(),
+        runner::GatewaySettings::from_config(&services.config).ledger_keep,
+        retention::PERIOD,
+        shutdown.clone(),
+    ));
     let mut tasks = Vec::new();
     for adapter in adapters {
         let ctx = Arc::new(runner::PlatformCtx::new(

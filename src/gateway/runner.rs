@@ -50,6 +50,9 @@ pub struct GatewaySettings {
     /// Preview answers by editing one message (platforms that can edit).
     pub streaming: bool,
     pub stream_interval: Duration,
+    /// Answered updates and closed deliveries are forgotten after this long
+    /// (`gateway.ledger_retention_days`, default 7).
+    pub ledger_keep: Duration,
 }
 
 impl GatewaySettings {
@@ -86,6 +89,10 @@ impl GatewaySettings {
                 .unwrap_or(false),
             stream_interval: Duration::from_millis(
                 num("stream_interval_ms").unwrap_or(1000.0).max(50.0) as u64,
+            ),
+            // At least a day: Telegram may offer an unconfirmed update for 24 hours.
+            ledger_keep: Duration::from_secs_f64(
+                num("ledger_retention_days").unwrap_or(7.0).max(1.0) * 86_400.0,
             ),
         }
     }

@@ -70,11 +70,7 @@ impl TelegramAdapter {
     }
 
     pub fn new(base: String, token: String, poll_timeout: u64) -> Result<Self, AdapterError> {
-        if rustls::crypto::CryptoProvider::get_default().is_none() {
-            let _ = rustls::crypto::ring::default_provider().install_default();
-        }
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
+        let http = crate::llm::http::client_builder(Duration::from_secs(10))
             // Long polls hold the request open for `poll_timeout`; leave room on top.
             .timeout(Duration::from_secs(poll_timeout + 15))
             .build()

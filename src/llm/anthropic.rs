@@ -64,14 +64,12 @@ pub struct AnthropicClient {
 
 impl AnthropicClient {
     pub fn new(provider: Provider) -> Result<Self, LlmError> {
-        ensure_crypto_provider();
         let errors = ErrorContext {
             endpoint: messages_endpoint(&provider.base_url),
             api_key: provider.api_key.clone(),
         };
         let headers = request_headers(&provider)?;
-        let http = reqwest::Client::builder()
-            .connect_timeout(provider.connect_timeout)
+        let http = super::http::client_builder(provider.connect_timeout)
             .build()
             .map_err(|e| {
                 errors.finish(LlmError::new(
@@ -344,15 +342,6 @@ fn remember_thinking(memory: &Mutex<ThinkingMemory>, assembler: &Assembler) {
         && !blocks.is_empty()
     {
         lock(memory).insert(id, blocks);
-    }
-}
-
-/// reqwest (built without a bundled crypto provider) panics when it builds a client and no rustls
-/// provider is installed. `main` installs ring; library users and tests may not have.
-fn ensure_crypto_provider() {
-    if rustls::crypto::CryptoProvider::get_default().is_none() {
-        // Losing a race with another installer is fine: some provider is then installed.
-        let _ = rustls::crypto::ring::default_provider().install_default();
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub mod anthropic;
 pub mod error;
+pub mod http;
 pub mod openai;
 pub mod prompt_cache;
 pub mod provider;

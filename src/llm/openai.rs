@@ -52,7 +52,6 @@ enum OpenFailure {
 
 impl OpenAiClient {
     pub fn new(provider: Provider) -> Result<Self, LlmError> {
-        ensure_crypto_provider();
         let config = WireConfig::new(&provider)?;
         let endpoint = format!(
             "{}/chat/completions",
@@ -62,8 +61,7 @@ impl OpenAiClient {
             endpoint,
             api_key: provider.api_key.clone(),
         };
-        let http = reqwest::Client::builder()
-            .connect_timeout(provider.connect_timeout)
+        let http = super::http::client_builder(provider.connect_timeout)
             .build()
             .map_err(|e| {
                 errors.finish(LlmError::new(
@@ -304,14 +302,5 @@ impl WireStream for OpenAiWire {
 
     fn finish_error(&self, error: LlmError) -> LlmError {
         self.errors.finish(error)
-    }
-}
-
-/// reqwest (built without a bundled crypto provider) panics when it builds a client and no rustls
-/// provider is installed. `main` installs ring; library users and tests may not have.
-fn ensure_crypto_provider() {
-    if rustls::crypto::CryptoProvider::get_default().is_none() {
-        // Losing a race with another installer is fine: some provider is then installed.
-        let _ = rustls::crypto::ring::default_provider().install_default();
     }
 }

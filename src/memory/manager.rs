@@ -18,7 +18,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Agent, TurnExtension, TurnInfo, TurnOutcome};
+use crate::agent::{Agent, TurnExtension, TurnInfo, TurnOutcome, background};
 use crate::config::Config;
 use crate::llm::{Message, ToolCall};
 use crate::memory::provider::{AgentContext, MemoryProvider, SessionContext, TurnRecord};
@@ -230,7 +230,12 @@ impl MemoryManager {
             .count()
     }
 
-    fn start_review(&self, info: &TurnInfo, history: &[Message]) {
+    fn start_review(
+        &self,
+        info: &TurnInfo,
+        history: &[Message],
+        ticket: background::Ticket<'static>,
+    ) {
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -249,6 +254,7 @@ impl MemoryManager {
         };
         let session = info.session_id.clone();
         let task = handle.spawn(async move {
+            let _slot = ticket.run_slot().await;
             let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
             match agent
                 .run_turn(REVIEW_PROMPT, &tx, &CancellationToken::new())
@@ -349,18 +355,24 @@ impl TurnExtension for MemoryManager {
         if interval == 0 || outcome.text.trim().is_empty() || self.store.settings().all_disabled() {
             return;
         }
-        let due = {
+        let ticket = {
             let mut st = self.state();
             match st.turns_since_write.get_mut(&info.session_id) {
                 Some(n) if *n >= interval => {
-                    *n = 0;
-                    true
+                    // Too many reviews in line: leave the count, so the next turn asks again.
+                    let ticket = background::REVIEWS.admit();
+                    if ticket.is_some() {
+                        *n = 0;
+                    } else {
+                        tracing::debug!(session = %info.session_id, "memory review deferred: reviews busy");
+                    }
+                    ticket
                 }
-                _ => false,
+                _ => None,
             }
         };
-        if due {
-            self.start_review(info, history);
+        if let Some(ticket) = ticket {
+            self.start_review(info, history, ticket);
         }
     }
 }

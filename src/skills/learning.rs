@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Agent, TurnExit, TurnExtension, TurnInfo, TurnOutcome};
+use crate::agent::{Agent, TurnExit, TurnExtension, TurnInfo, TurnOutcome, background};
 use crate::config::Config;
 use crate::llm::{Message, ToolCall};
 use crate::tools::ToolOutput;
@@ -182,19 +182,25 @@ impl TurnExtension for SkillLearning {
         if interval == 0 || !info.system_prompt.contains(crate::skills::INDEX_MARKER) {
             return;
         }
-        {
+        let ticket = {
             let mut counts = self.counts();
             let count = counts.entry(info.session_id.clone()).or_default();
             if *count < interval {
                 return;
             }
+            // Too many reviews in line: leave the count, so the next turn asks again.
+            let Some(ticket) = background::REVIEWS.admit() else {
+                tracing::debug!(session = %info.session_id, "skill review deferred: reviews busy");
+                return;
+            };
             *count = 0;
-        }
-        spawn_review(info.clone(), history.to_vec());
+            ticket
+        };
+        spawn_review(info.clone(), history.to_vec(), ticket);
     }
 }
 
-fn spawn_review(info: TurnInfo, history: Vec<Message>) {
+fn spawn_review(info: TurnInfo, history: Vec<Message>, ticket: background::Ticket<'static>) {
     let Ok(handle) = tokio::runtime::Handle::try_current() else {
         tracing::warn!("no async runtime: skill review skipped");
         return;
@@ -202,6 +208,7 @@ fn spawn_review(info: TurnInfo, history: Vec<Message>) {
     let in_flight = InFlight::enter();
     handle.spawn(async move {
         let _in_flight = in_flight;
+        let _slot = ticket.run_slot().await;
         let cwd = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
         let prompt = review_prompt(&info.services.config);
         let mut agent = match Agent::ephemeral_from(&info, history, &["skills".to_string()], REVIEW_BUDGET, cwd) {

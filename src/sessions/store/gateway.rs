@@ -290,6 +290,28 @@ impl SessionStore {
         })
     }
 
+    /// Forgets finished gateway bookkeeping older than `before` (unix seconds): answered inbound
+    /// updates and closed deliveries. Queued inbound rows and pending deliveries are kept
+    /// whatever their age. Returns `(inbound, outbound)` rows removed.
+    ///
+    /// Safe for exactly-once: Telegram keeps undelivered updates for 24 hours and we persist the
+    /// poll offset, so an update id this old is never offered again.
+    pub fn gateway_prune(&self, before: f64) -> Result<(usize, usize), StoreError> {
+        self.write("prune old gateway records", |tx| {
+            let inbound = tx.execute(
+                "DELETE FROM gateway_inbound
+                 WHERE status = ?1 AND COALESCE(done_at, received_at) < ?2",
+                params![DONE, before],
+            )?;
+            let outbound = tx.execute(
+                "DELETE FROM gateway_outbound
+                 WHERE status != ?1 AND COALESCE(sent_at, created_at) < ?2",
+                params![PENDING, before],
+            )?;
+            Ok((inbound, outbound))
+        })
+    }
+
     /// `(queued inbound, pending outbound)` counts, for status.
     pub fn gateway_backlog(&self) -> Result<(i64, i64), StoreError> {
         self.read("count the gateway backlog", |conn| {
@@ -369,6 +391,46 @@ mod tests {
         s.gateway_finish_outbound(id, "sent", None).unwrap();
         assert!(s.gateway_pending_outbound("telegram").unwrap().is_empty());
         assert_eq!(s.gateway_backlog().unwrap(), (0, 0));
+    }
+
+    #[test]
+    fn prune_forgets_old_finished_records_only() {
+        let (_d, s) = store();
+        let out = |update_id| OutboundNew {
+            platform: "telegram".into(),
+            chat_id: "1".into(),
+            session_key: "k".into(),
+            update_id: Some(update_id),
+            text: "answer".into(),
+            ..OutboundNew::default()
+        };
+        // 1: answered and delivered; 2: answered, delivery pending; 3: still queued.
+        for id in 1..=3 {
+            assert!(s.gateway_record_inbound(&rec(id), true).unwrap());
+        }
+        let sent = s
+            .gateway_complete_turn("telegram", 1, Some(&out(1)))
+            .unwrap()
+            .unwrap();
+        s.gateway_finish_outbound(sent, "sent", None).unwrap();
+        s.gateway_complete_turn("telegram", 2, Some(&out(2)))
+            .unwrap();
+
+        assert_eq!(
+            s.gateway_prune(now() - 60.0).unwrap(),
+            (0, 0),
+            "recent rows stay"
+        );
+        assert_eq!(s.gateway_prune(now() + 60.0).unwrap(), (2, 1));
+        assert!(!s.gateway_inbound_seen("telegram", 1).unwrap());
+        assert_eq!(
+            s.gateway_queued_inbound("telegram").unwrap().len(),
+            1,
+            "a queued update is never pruned"
+        );
+        let pending = s.gateway_pending_outbound("telegram").unwrap();
+        assert_eq!(pending.len(), 1, "a pending delivery is never pruned");
+        assert_eq!(pending[0].new.update_id, Some(2));
     }
 
     #[test]
