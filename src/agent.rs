@@ -17,6 +17,7 @@ pub mod extension;
 pub mod failover;
 pub mod loop_guard;
 pub mod prompt;
+pub mod session_counts;
 pub mod spend;
 mod stream;
 

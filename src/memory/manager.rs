@@ -11,13 +11,13 @@
 //!   nothing to state.db) that may save durable facts. Reviews are not awaited; front ends give
 //!   them a bounded time at exit with [`MemoryManager::wait_for_reviews`].
 
-use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::session_counts::SessionCounts;
 use crate::agent::{Agent, TurnExtension, TurnInfo, TurnOutcome, background};
 use crate::config::Config;
 use crate::llm::{Message, ToolCall};
@@ -43,7 +43,7 @@ struct State {
     /// The session the provider was last initialised for.
     initialized: Option<String>,
     /// User turns since the last memory write, per session.
-    turns_since_write: HashMap<String, u32>,
+    turns_since_write: SessionCounts,
 }
 
 pub struct MemoryManager {
@@ -286,11 +286,7 @@ impl TurnExtension for MemoryManager {
             return None;
         }
         if self.settings.nudge_interval > 0 && info.system_prompt.contains(GUIDANCE_MARKER) {
-            *self
-                .state()
-                .turns_since_write
-                .entry(info.session_id.clone())
-                .or_insert(0) += 1;
+            self.state().turns_since_write.bump(&info.session_id);
         }
         self.provider.as_ref()?;
         self.prefetch(&info.user_text, &info.session_id, &info.source)
@@ -307,9 +303,7 @@ impl TurnExtension for MemoryManager {
         if writes.is_empty() || info.ephemeral {
             return;
         }
-        self.state()
-            .turns_since_write
-            .insert(info.session_id.clone(), 0);
+        self.state().turns_since_write.reset(&info.session_id);
         let Some(provider) = &self.provider else {
             return;
         };
@@ -357,18 +351,17 @@ impl TurnExtension for MemoryManager {
         }
         let ticket = {
             let mut st = self.state();
-            match st.turns_since_write.get_mut(&info.session_id) {
-                Some(n) if *n >= interval => {
-                    // Too many reviews in line: leave the count, so the next turn asks again.
-                    let ticket = background::REVIEWS.admit();
-                    if ticket.is_some() {
-                        *n = 0;
-                    } else {
-                        tracing::debug!(session = %info.session_id, "memory review deferred: reviews busy");
-                    }
-                    ticket
+            if st.turns_since_write.get(&info.session_id) < u64::from(interval) {
+                None
+            } else {
+                // Too many reviews in line: leave the count, so the next turn asks again.
+                let ticket = background::REVIEWS.admit();
+                if ticket.is_some() {
+                    st.turns_since_write.reset(&info.session_id);
+                } else {
+                    tracing::debug!(session = %info.session_id, "memory review deferred: reviews busy");
                 }
-                _ => None,
+                ticket
             }
         };
         if let Some(ticket) = ticket {

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::session_counts::SessionCounts;
 use crate::agent::{Agent, TurnExit, TurnExtension, TurnInfo, TurnOutcome, background};
 use crate::config::Config;
 use crate::llm::{Message, ToolCall};
@@ -142,7 +143,7 @@ fn review_prompt(config: &Config) -> String {
 #[derive(Default)]
 pub struct SkillLearning {
     /// Tool iterations since the last skill write, per session.
-    counts: Mutex<HashMap<String, u64>>,
+    counts: Mutex<SessionCounts>,
 }
 
 impl SkillLearning {
@@ -150,7 +151,7 @@ impl SkillLearning {
         Self::default()
     }
 
-    fn counts(&self) -> std::sync::MutexGuard<'_, HashMap<String, u64>> {
+    fn counts(&self) -> std::sync::MutexGuard<'_, SessionCounts> {
         self.counts.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -166,9 +167,9 @@ impl TurnExtension for SkillLearning {
         }
         let mut counts = self.counts();
         if calls.iter().any(|c| c.name == "skill_manage") {
-            counts.insert(info.session_id.clone(), 0);
+            counts.reset(&info.session_id);
         } else {
-            *counts.entry(info.session_id.clone()).or_default() += 1;
+            counts.bump(&info.session_id);
         }
     }
 
@@ -184,8 +185,7 @@ impl TurnExtension for SkillLearning {
         }
         let ticket = {
             let mut counts = self.counts();
-            let count = counts.entry(info.session_id.clone()).or_default();
-            if *count < interval {
+            if counts.get(&info.session_id) < interval {
                 return;
             }
             // Too many reviews in line: leave the count, so the next turn asks again.
@@ -193,7 +193,7 @@ impl TurnExtension for SkillLearning {
                 tracing::debug!(session = %info.session_id, "skill review deferred: reviews busy");
                 return;
             };
-            *count = 0;
+            counts.reset(&info.session_id);
             ticket
         };
         spawn_review(info.clone(), history.to_vec(), ticket);
