@@ -25,7 +25,6 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Agent, AgentError, AgentEvent, AgentOptions, Services};
-use crate::gateway::ledger::db;
 use crate::gateway::session::lock;
 use crate::llm::LlmClient;
 use crate::security::approval::ApprovalChoice;
@@ -354,14 +353,14 @@ async fn open(state: &ApiState, key: Option<&str>) -> Result<Agent, AgentError> 
     let existing = match key {
         Some(k) => {
             let k = k.to_string();
-            db(&store, move |s| {
-                Ok(match s.gateway_route(&k)? {
-                    Some(id) => s.session(&id)?,
-                    None => None,
+            store
+                .call(move |s| {
+                    Ok(match s.gateway_route(&k)? {
+                        Some(id) => s.session(&id)?,
+                        None => None,
+                    })
                 })
-            })
-            .await
-            .map_err(AgentError::Internal)?
+                .await?
         }
         None => None,
     };
@@ -376,9 +375,7 @@ async fn open(state: &ApiState, key: Option<&str>) -> Result<Agent, AgentError> 
             let agent = Agent::start(services, client, options).await?;
             if let Some(k) = key {
                 let (k, id) = (k.to_string(), agent.session_id().to_string());
-                db(&store, move |s| s.gateway_set_route(&k, &id))
-                    .await
-                    .map_err(AgentError::Internal)?;
+                store.call(move |s| s.gateway_set_route(&k, &id)).await?;
             }
             Ok(agent)
         }

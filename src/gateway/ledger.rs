@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::gateway::delivery::split_message;
 use crate::gateway::platform::{AdapterError, PlatformAdapter, SendOptions, SendResult};
-use crate::sessions::SessionStore;
+use crate::sessions::{SessionStore, StoreError};
 
 /// How many times one chunk is retried on rate limits or transient failures.
 const SEND_ATTEMPTS: u32 = 6;
@@ -52,13 +52,18 @@ pub struct OutboundRow {
     pub message_ids: Vec<String>,
 }
 
-/// Runs a blocking store call off the async runtime.
-pub async fn db<T, F>(store: &Arc<SessionStore>, f: F) -> Result<T, String>
-where
-    T: Send + 'static,
-    F: FnOnce(&SessionStore) -> Result<T, crate::sessions::StoreError> + Send + 'static,
-{
-    store.call(f).await.map_err(|e| e.to_string())
+/// Why an entry of the delivery ledger was not delivered.
+#[derive(Debug, thiserror::Error)]
+pub enum DeliveryError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("delivery {id} to chat {chat_id} failed: {source}")]
+    Platform {
+        id: i64,
+        chat_id: String,
+        #[source]
+        source: AdapterError,
+    },
 }
 
 /// Sends one message, honouring rate limits (`retry_after`) and retrying transient failures.
@@ -123,7 +128,7 @@ pub async fn deliver(
     adapter: &dyn PlatformAdapter,
     store: &Arc<SessionStore>,
     row: OutboundRow,
-) -> Result<(), String> {
+) -> Result<(), DeliveryError> {
     let len = |s: &str| adapter.message_len(s);
     let chunks = split_message(&row.new.text, adapter.max_message_len(), &len);
     let mut ids = row.message_ids.clone();
@@ -150,25 +155,29 @@ pub async fn deliver(
             Ok(sent) => {
                 ids.push(sent.message_id);
                 let (id, n, list) = (row.id, i + 1, ids.clone());
-                db(store, move |s| s.gateway_chunk_sent(id, n, &list)).await?;
+                store
+                    .call(move |s| s.gateway_chunk_sent(id, n, &list))
+                    .await?;
             }
             Err(e) => {
-                let message = e.to_string();
                 if e.is_terminal() {
                     // Retrying cannot help (chat gone, bot blocked): close the entry.
-                    let (id, m) = (row.id, message.clone());
-                    db(store, move |s| {
-                        s.gateway_finish_outbound(id, "failed", Some(&m))
-                    })
-                    .await?;
+                    let (id, m) = (row.id, e.to_string());
+                    store
+                        .call(move |s| s.gateway_finish_outbound(id, "failed", Some(&m)))
+                        .await?;
                 }
-                return Err(format!(
-                    "delivery {} to chat {}: {message}",
-                    row.id, row.new.chat_id
-                ));
+                return Err(DeliveryError::Platform {
+                    id: row.id,
+                    chat_id: row.new.chat_id,
+                    source: e,
+                });
             }
         }
     }
     let id = row.id;
-    db(store, move |s| s.gateway_finish_outbound(id, "sent", None)).await
+    store
+        .call(move |s| s.gateway_finish_outbound(id, "sent", None))
+        .await?;
+    Ok(())
 }

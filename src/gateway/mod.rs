@@ -41,7 +41,7 @@ pub enum GatewayError {
     #[error("{0}")]
     Adapter(#[from] AdapterError),
     #[error("state.db: {0}")]
-    Store(String),
+    Store(#[from] crate::sessions::StoreError),
     #[error("{0}")]
     ApiServer(String),
 }
@@ -119,9 +119,7 @@ pub async fn run(
         api_server,
     } = platforms;
     let store = services.store.clone();
-    ledger::db(&store, |s| s.gateway_init())
-        .await
-        .map_err(GatewayError::Store)?;
+    store.call(|s| s.gateway_init()).await?;
     let hooks = Arc::new(hooks::Hooks::load(&services.config.home.hooks_dir()));
     hooks.emit("gateway:startup", json!({ "platforms": names }));
     let trimmer = Arc::new(memory_trim::Trimmer::default());

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{AgentOptions, Services};
 use crate::gateway::hooks::{CommandDecision, Hooks};
-use crate::gateway::ledger::{InboundRecord, OutboundRow, db, send_with_retry};
+use crate::gateway::ledger::{InboundRecord, OutboundRow, send_with_retry};
 use crate::gateway::pairing::{self, PairingRequest};
 use crate::gateway::platform::{
     AdapterError, ChatType, MessageEvent, PlatformAdapter, SendOptions, build_session_key,
@@ -24,6 +24,7 @@ use crate::gateway::platform::{
 use crate::gateway::session::{SessionControl, deliver_row, lock, run_worker};
 use crate::llm::LlmClient;
 use crate::security::approval::ApprovalChoice;
+use crate::sessions::StoreError;
 
 /// Refusals to one unknown user are sent at most this often.
 const REFUSAL_INTERVAL: Duration = Duration::from_secs(600);
@@ -211,10 +212,11 @@ impl PlatformCtx {
 
     async fn state(&self, key: &str, value: String) {
         let key = format!("{}.{key}", self.adapter.platform());
-        if let Err(e) = db(&self.services.store, move |s| {
-            s.gateway_set_state(&key, &value)
-        })
-        .await
+        if let Err(e) = self
+            .services
+            .store
+            .call(move |s| s.gateway_set_state(&key, &value))
+            .await
         {
             tracing::warn!(error = %e, "cannot record gateway state");
         }
@@ -256,15 +258,16 @@ impl PlatformCtx {
     }
 
     /// Takes one inbound event from the wire: record first, then act.
-    async fn intake(self: &Arc<Self>, mut event: MessageEvent) -> Result<(), String> {
+    async fn intake(self: &Arc<Self>, mut event: MessageEvent) -> Result<(), StoreError> {
         let platform = self.adapter.platform().to_string();
         let key = build_session_key(&event.source, self.settings.group_sessions_per_user);
         // Redeliveries stop here, before hooks or anything else could act on them twice.
         let (p, id) = (platform.clone(), event.platform_update_id);
-        if db(&self.services.store, move |s| {
-            s.gateway_inbound_seen(&p, id)
-        })
-        .await?
+        if self
+            .services
+            .store
+            .call(move |s| s.gateway_inbound_seen(&p, id))
+            .await?
         {
             tracing::info!(update_id = id, "duplicate update ignored");
             return Ok(());
@@ -372,11 +375,11 @@ impl PlatformCtx {
             return false;
         };
         let platform = self.adapter.platform().to_string();
-        db(&self.services.store, move |s| {
-            s.pairing_is_approved(&platform, &user)
-        })
-        .await
-        .unwrap_or(false)
+        self.services
+            .store
+            .call(move |s| s.pairing_is_approved(&platform, &user))
+            .await
+            .unwrap_or(false)
     }
 
     /// The one reply an unknown user gets: in a DM, a pairing code when the limits allow.
@@ -399,10 +402,11 @@ impl PlatformCtx {
             event.source.user_name.clone(),
             pairing::new_code(),
         );
-        let issued = db(&self.services.store, move |s| {
-            s.pairing_request(&p, &u, name.as_deref(), &code)
-        })
-        .await;
+        let issued = self
+            .services
+            .store
+            .call(move |s| s.pairing_request(&p, &u, name.as_deref(), &code))
+            .await;
         match issued {
             Ok(PairingRequest::New(code)) => format!(
                 "{base} Your pairing code is {code} (valid for 1 hour): ask the bot's owner to run `hermes pairing approve {platform} {code}`."
@@ -422,35 +426,43 @@ impl PlatformCtx {
         }
     }
 
-    async fn record(&self, key: &str, event: &MessageEvent, queued: bool) -> Result<bool, String> {
+    async fn record(
+        &self,
+        key: &str,
+        event: &MessageEvent,
+        queued: bool,
+    ) -> Result<bool, StoreError> {
         let rec = InboundRecord {
             platform: self.adapter.platform().to_string(),
             update_id: event.platform_update_id,
             chat_id: event.source.chat_id.clone(),
             session_key: key.to_string(),
-            event_json: serde_json::to_string(event).map_err(|e| e.to_string())?,
+            event_json: serde_json::to_string(event)
+                .map_err(|e| StoreError::Task(format!("cannot encode the inbound message: {e}")))?,
         };
-        db(&self.services.store, move |s| {
-            s.gateway_record_inbound(&rec, queued)
-        })
-        .await
+        self.services
+            .store
+            .call(move |s| s.gateway_record_inbound(&rec, queued))
+            .await
     }
 
     /// Finishes a previous run's work: pending deliveries, then queued messages.
-    async fn recover(self: &Arc<Self>) -> Result<(), String> {
+    async fn recover(self: &Arc<Self>) -> Result<(), StoreError> {
         let platform = self.adapter.platform().to_string();
         let p = platform.clone();
-        let pending = db(&self.services.store, move |s| {
-            s.gateway_pending_outbound(&p)
-        })
-        .await?;
+        let pending = self
+            .services
+            .store
+            .call(move |s| s.gateway_pending_outbound(&p))
+            .await?;
         for row in pending {
             self.deliver_tracked(row).await;
         }
-        let queued = db(&self.services.store, move |s| {
-            s.gateway_queued_inbound(&platform)
-        })
-        .await?;
+        let queued = self
+            .services
+            .store
+            .call(move |s| s.gateway_queued_inbound(&platform))
+            .await?;
         for rec in queued {
             match serde_json::from_str::<MessageEvent>(&rec.event_json) {
                 Ok(event) => {
@@ -466,10 +478,11 @@ impl PlatformCtx {
 
     async fn sweep(self: &Arc<Self>) {
         let p = self.adapter.platform().to_string();
-        match db(&self.services.store, move |s| {
-            s.gateway_pending_outbound(&p)
-        })
-        .await
+        match self
+            .services
+            .store
+            .call(move |s| s.gateway_pending_outbound(&p))
+            .await
         {
             Ok(rows) => {
                 for row in rows {
@@ -515,7 +528,10 @@ pub async fn supervise(ctx: Arc<PlatformCtx>) -> Result<(), AdapterError> {
     }
     let cursor_key = format!("{platform}.cursor");
     let ck = cursor_key.clone();
-    let mut cursor: Option<i64> = db(&ctx.services.store, move |s| s.gateway_get_state(&ck))
+    let mut cursor: Option<i64> = ctx
+        .services
+        .store
+        .call(move |s| s.gateway_get_state(&ck))
         .await
         .ok()
         .flatten()
@@ -545,8 +561,11 @@ pub async fn supervise(ctx: Arc<PlatformCtx>) -> Result<(), AdapterError> {
                 }
                 if advanced && let Some(c) = cursor {
                     let (k, v) = (cursor_key.clone(), c.to_string());
-                    if let Err(e) =
-                        db(&ctx.services.store, move |s| s.gateway_set_state(&k, &v)).await
+                    if let Err(e) = ctx
+                        .services
+                        .store
+                        .call(move |s| s.gateway_set_state(&k, &v))
+                        .await
                     {
                         tracing::warn!(error = %e, "cannot persist the poll cursor");
                     }

@@ -12,7 +12,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Agent, AgentError, AgentEvent, TurnExit};
-use crate::gateway::ledger::{OutboundNew, db, deliver, send_with_retry};
+use crate::gateway::ledger::{OutboundNew, deliver, send_with_retry};
 use crate::gateway::platform::{MessageEvent, SendOptions};
 use crate::gateway::runner::PlatformCtx;
 use crate::security::approval::ApprovalChoice;
@@ -148,10 +148,11 @@ async fn finish(
             stream_message_id: streamed,
         });
     let new = out.clone();
-    let id = match db(&ctx.services.store, move |s| {
-        s.gateway_complete_turn(&platform, update_id, new.as_ref())
-    })
-    .await
+    let id = match ctx
+        .services
+        .store
+        .call(move |s| s.gateway_complete_turn(&platform, update_id, new.as_ref()))
+        .await
     {
         Ok(id) => id,
         Err(e) => {
@@ -420,14 +421,14 @@ async fn open(
     let existing = if fresh {
         None
     } else {
-        db(&store, move |s| {
-            Ok(match s.gateway_route(&k)? {
-                Some(id) => s.session(&id)?,
-                None => None,
+        store
+            .call(move |s| {
+                Ok(match s.gateway_route(&k)? {
+                    Some(id) => s.session(&id)?,
+                    None => None,
+                })
             })
-        })
-        .await
-        .map_err(AgentError::Internal)?
+            .await?
     };
     let options = ctx.agent_options.clone();
     let agent = match existing {
@@ -435,9 +436,7 @@ async fn open(
         None => {
             let a = Agent::start(ctx.services.clone(), ctx.client.clone(), options).await?;
             let (k, id) = (key.to_string(), a.session_id().to_string());
-            db(&store, move |s| s.gateway_set_route(&k, &id))
-                .await
-                .map_err(AgentError::Internal)?;
+            store.call(move |s| s.gateway_set_route(&k, &id)).await?;
             ctx.hooks.emit(
                 "session:start",
                 json!({"platform": ctx.adapter.platform(), "user_id": event.source.user_id,
