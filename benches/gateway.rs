@@ -100,6 +100,25 @@ fn print_steady_state(label: &str, samples: &[u64]) {
     );
 }
 
+/// RSS per stretch of 10 rounds (4,000 messages): where a plateau starts, and whether it holds.
+fn print_bands(busy: &[u64], quiet: &[u64]) {
+    println!("RSS per 4,000 messages (quiet min–max, busy max):");
+    for (i, (q, b)) in quiet.chunks(10).zip(busy.chunks(10)).enumerate() {
+        let (lo, hi) = (
+            q.iter().min().copied().unwrap_or(0),
+            q.iter().max().copied().unwrap_or(0),
+        );
+        println!(
+            "  messages {:>6}–{:>6}: quiet {}–{}, busy max {}",
+            i * 10 * SOAK_MESSAGES as usize + 1,
+            (i * 10 + q.len()) * SOAK_MESSAGES as usize,
+            mib(lo),
+            mib(hi),
+            mib(b.iter().max().copied().unwrap_or(0))
+        );
+    }
+}
+
 fn main() {
     let bin = env!("CARGO_BIN_EXE_hermes");
     let home_dir = tempfile::tempdir().unwrap();
@@ -240,6 +259,7 @@ fn main() {
         list(&busy),
         list(&quiet)
     );
+    print_bands(&busy, &quiet);
     print_steady_state("busy", &busy);
     print_steady_state("quiet", &quiet);
     if wrapped {
