@@ -6,6 +6,8 @@
 
 use std::collections::HashMap;
 
+use crate::agent::background::{REVIEWS, Ticket};
+
 /// Sessions remembered at once.
 pub const MAX_SESSIONS: usize = 1024;
 
@@ -32,6 +34,21 @@ impl SessionCounts {
     /// Starts the session's count again from zero.
     pub fn reset(&mut self, session: &str) {
         self.touch(session).0 = 0;
+    }
+
+    /// Once the session's count reached `interval`: a place in the background review line, and
+    /// the count starts again. `None` when not due yet, or when the line is full (the count then
+    /// stays, so the next turn asks again).
+    pub fn take_due_review(&mut self, session: &str, interval: u64) -> Option<Ticket<'static>> {
+        if self.get(session) < interval {
+            return None;
+        }
+        let Some(ticket) = REVIEWS.admit() else {
+            tracing::debug!(session, "background review deferred: reviews busy");
+            return None;
+        };
+        self.reset(session);
+        Some(ticket)
     }
 
     pub fn len(&self) -> usize {

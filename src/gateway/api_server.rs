@@ -353,14 +353,7 @@ async fn open(state: &ApiState, key: Option<&str>) -> Result<Agent, AgentError> 
     let existing = match key {
         Some(k) => {
             let k = k.to_string();
-            store
-                .call(move |s| {
-                    Ok(match s.gateway_route(&k)? {
-                        Some(id) => s.session(&id)?,
-                        None => None,
-                    })
-                })
-                .await?
+            store.call(move |s| s.gateway_routed_session(&k)).await?
         }
         None => None,
     };

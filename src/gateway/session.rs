@@ -421,14 +421,7 @@ async fn open(
     let existing = if fresh {
         None
     } else {
-        store
-            .call(move |s| {
-                Ok(match s.gateway_route(&k)? {
-                    Some(id) => s.session(&id)?,
-                    None => None,
-                })
-            })
-            .await?
+        store.call(move |s| s.gateway_routed_session(&k)).await?
     };
     let options = ctx.agent_options.clone();
     let agent = match existing {

@@ -349,21 +349,10 @@ impl TurnExtension for MemoryManager {
         if interval == 0 || outcome.text.trim().is_empty() || self.store.settings().all_disabled() {
             return;
         }
-        let ticket = {
-            let mut st = self.state();
-            if st.turns_since_write.get(&info.session_id) < u64::from(interval) {
-                None
-            } else {
-                // Too many reviews in line: leave the count, so the next turn asks again.
-                let ticket = background::REVIEWS.admit();
-                if ticket.is_some() {
-                    st.turns_since_write.reset(&info.session_id);
-                } else {
-                    tracing::debug!(session = %info.session_id, "memory review deferred: reviews busy");
-                }
-                ticket
-            }
-        };
+        let ticket = self
+            .state()
+            .turns_since_write
+            .take_due_review(&info.session_id, u64::from(interval));
         if let Some(ticket) = ticket {
             self.start_review(info, history, ticket);
         }

@@ -183,18 +183,8 @@ impl TurnExtension for SkillLearning {
         if interval == 0 || !info.system_prompt.contains(crate::skills::INDEX_MARKER) {
             return;
         }
-        let ticket = {
-            let mut counts = self.counts();
-            if counts.get(&info.session_id) < interval {
-                return;
-            }
-            // Too many reviews in line: leave the count, so the next turn asks again.
-            let Some(ticket) = background::REVIEWS.admit() else {
-                tracing::debug!(session = %info.session_id, "skill review deferred: reviews busy");
-                return;
-            };
-            counts.reset(&info.session_id);
-            ticket
+        let Some(ticket) = self.counts().take_due_review(&info.session_id, interval) else {
+            return;
         };
         spawn_review(info.clone(), history.to_vec(), ticket);
     }

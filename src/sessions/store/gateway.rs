@@ -9,7 +9,7 @@ mod pairing;
 
 use rusqlite::{OptionalExtension, params};
 
-use super::{SessionStore, StoreError, now};
+use super::{SessionRow, SessionStore, StoreError, now};
 use crate::gateway::ledger::{InboundRecord, OutboundNew, OutboundRow};
 
 const GATEWAY_SCHEMA: &str = "
@@ -239,6 +239,17 @@ impl SessionStore {
                 .as_str()
                 .map(String::from)
         }))
+    }
+
+    /// The session a chat's key is routed to, if the route and the session both exist.
+    pub fn gateway_routed_session(
+        &self,
+        session_key: &str,
+    ) -> Result<Option<SessionRow>, StoreError> {
+        match self.gateway_route(session_key)? {
+            Some(id) => self.session(&id),
+            None => Ok(None),
+        }
     }
 
     /// Routes a session key to a state.db session (replacing any earlier route, e.g. on `/new`).
