@@ -4,3 +4,5 @@ pub mod approval;
 pub mod paths;
 pub mod protected;
 pub mod redact;
+pub mod secrets;
+pub mod shield;

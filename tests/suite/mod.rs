@@ -8,6 +8,7 @@ pub mod cli_errors;
 pub mod cli_interrupt;
 pub mod cli_repl;
 pub mod compaction;
+pub mod containment;
 pub mod failover;
 pub mod gateway_api;
 pub mod gateway_recovery;
