@@ -6,6 +6,7 @@
 //! uses are accepted and left alone, so an existing `~/.hermes` keeps working.
 
 pub mod home;
+pub mod model_limits;
 
 pub use home::HermesHome;
 
@@ -175,6 +176,8 @@ pub struct Config {
     pub file_read_max_chars: usize,
     pub context_file_max_chars: Option<usize>,
     pub env: EnvVars,
+    /// Timeouts and answer cap of one model call (`agent.request_timeout`, ...).
+    pub model_limits: model_limits::ModelLimits,
     /// The whole document after `${VAR}` expansion, for later subsystems' sections.
     pub raw: Value,
 }
@@ -209,6 +212,7 @@ impl Config {
             file_read_max_chars: 100_000,
             context_file_max_chars: None,
             env,
+            model_limits: model_limits::ModelLimits::default(),
             raw: Value::Null,
         }
     }
@@ -316,6 +320,7 @@ fn apply(
         if let Some(v) = typed::<u32>(agent, "agent", "api_max_retries", path)? {
             config.agent.api_max_retries = v;
         }
+        config.model_limits = model_limits::ModelLimits::from_agent_section(agent, path)?;
     }
     if let Some(v) = typed_top::<Vec<String>>(map, "toolsets", path)? {
         config.toolsets = v;
@@ -589,6 +594,9 @@ const KNOWN_AGENT: &[&str] = &[
     "reasoning_effort",
     "service_tier",
     "max_tokens",
+    "request_timeout",
+    "stream_idle_timeout",
+    "max_answer_mb",
 ];
 
 const KNOWN_TERMINAL: &[&str] = &[
