@@ -6,6 +6,7 @@
 //! uses are accepted and left alone, so an existing `~/.hermes` keeps working.
 
 pub mod home;
+pub mod terminal;
 
 pub use home::HermesHome;
 
@@ -79,6 +80,8 @@ pub struct TerminalConfig {
     /// Default foreground timeout in seconds.
     pub timeout: u64,
     pub cwd: String,
+    /// Backend, limits, network, environment (`config/terminal.rs`).
+    pub exec: terminal::ExecSettings,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -193,6 +196,7 @@ impl Config {
             terminal: TerminalConfig {
                 timeout: 180,
                 cwd: ".".to_string(),
+                exec: terminal::ExecSettings::default(),
             },
             approvals: ApprovalsConfig {
                 mode: ApprovalMode::Manual,
@@ -327,6 +331,7 @@ fn apply(
         if let Some(v) = typed::<String>(terminal, "terminal", "cwd", path)? {
             config.terminal.cwd = v;
         }
+        terminal::apply(&mut config.terminal.exec, terminal, path)?;
     }
     if let Some(approvals) = section(map, "approvals", path)? {
         if let Some(mode) = approvals.get("mode") {
@@ -616,6 +621,12 @@ const KNOWN_TERMINAL: &[&str] = &[
     "ssh_port",
     "ssh_key",
     "lifetime_seconds",
+    // hermes (Rust) additions
+    "network",
+    "max_processes",
+    "max_memory_mb",
+    "max_file_size_mb",
+    "writable_paths",
 ];
 
 const KNOWN_APPROVALS: &[&str] = &[

@@ -3,3 +3,4 @@
 pub mod approval;
 pub mod paths;
 pub mod redact;
+pub mod sandbox;
