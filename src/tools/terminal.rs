@@ -93,7 +93,7 @@ impl TypedTool for Terminal {
             workdir: &dir,
             timeout: Duration::from_secs(timeout),
         };
-        let launch = sandbox::launch(&ctx.config, &ctx.scratch.container, &request)
+        let launch = sandbox::launch(&ctx.config, &ctx.scratch.terminal, &request)
             .await
             .map_err(|e| ToolError::Respond(e.to_string()))?;
         let run = Run {

@@ -113,38 +113,65 @@ fn rm_rf_home_leaves_the_fake_home_intact() {
     require_sandbox!();
     let env = TestEnv::new();
     env.config("terminal:\n  backend: sandbox\n");
-    let keep = env.home_path().join("keep.txt");
+    // A fake home outside /tmp (the sandbox's /tmp is private, so a home there is not even seen).
+    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let keep = home.path().join("keep.txt");
     std::fs::write(&keep, "precious").unwrap();
+    let home_var = home.path().display().to_string();
     // A script file: the approval floor refuses `rm -rf ~` written out; the sandbox must hold
     // when a variant gets past it.
     env.write("wipe.sh", "rm -rf ~; echo rc=$?\n");
-    let result = run_terminal(&env, json!({"command": "bash wipe.sh"}), &[]);
+    let result = run_terminal(
+        &env,
+        json!({"command": "bash wipe.sh"}),
+        &[("HOME", &home_var)],
+    );
     assert!(result.contains("Read-only file system"), "{result}");
     assert_eq!(std::fs::read_to_string(&keep).unwrap(), "precious");
-    assert!(env.home_path().join("config.yaml").exists());
 }
 
 #[test]
 fn only_the_working_directory_and_a_private_tmp_are_writable() {
     require_sandbox!();
     let env = TestEnv::new();
-    env.config("terminal:\n  backend: sandbox\n");
+    // HERMES_HOME (= HOME) outside /tmp, so the sandbox sees it (its /tmp is private).
+    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let home_var = home.path().display().to_string();
+    std::fs::write(
+        home.path().join("config.yaml"),
+        "terminal:\n  backend: sandbox\n",
+    )
+    .unwrap();
+    std::fs::write(home.path().join(".env"), "SECRET_FOR_TEST=s3cr3t-value\n").unwrap();
     let outside = tempfile::tempdir().unwrap();
     let target = outside.path().join("escaped");
     let tmp_name = format!("hermes-sandbox-test-{}", std::process::id());
     let command = format!(
         "echo x > {}; echo x > ~/planted; echo x > /tmp/{tmp_name} && echo tmp-ok; \
-         mount -o remount,rw / 2>/dev/null || echo no-remount; echo in > inside.txt && echo cwd-ok",
+         mount -o remount,rw / 2>/dev/null || echo no-remount; echo in > inside.txt && echo cwd-ok; \
+         echo envsize=$(cat ~/.env | wc -c); echo approvals-off >> ~/config.yaml",
         target.display()
     );
-    let result = run_terminal(&env, json!({"command": command}), &[]);
+    let result = run_terminal(
+        &env,
+        json!({"command": command}),
+        &[("HOME", &home_var), ("HERMES_HOME", &home_var)],
+    );
     assert!(
         result.contains("tmp-ok") && result.contains("cwd-ok"),
         "{result}"
     );
     assert!(result.contains("no-remount"), "{result}");
+    // Hidden (an empty file in its place), not merely redacted afterwards.
+    assert!(result.contains("envsize=0"), "{result}");
+    assert!(!result.contains("s3cr3t-value"), "{result}");
+    assert!(
+        !std::fs::read_to_string(home.path().join("config.yaml"))
+            .unwrap()
+            .contains("approvals-off")
+    );
     assert!(!target.exists());
-    assert!(!env.home_path().join("planted").exists());
+    assert!(!home.path().join("planted").exists());
     // /tmp inside was private.
     assert!(!std::path::Path::new("/tmp").join(&tmp_name).exists());
     assert_eq!(

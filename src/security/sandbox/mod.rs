@@ -29,6 +29,16 @@ use crate::config::Config;
 pub use detect::{Backend, Machine};
 pub use docker::SessionContainer;
 
+use crate::security::protected::ProtectedPaths;
+
+/// Per-session terminal state: the session's container and its protected-path list (built on
+/// the first sandboxed command).
+#[derive(Debug, Default)]
+pub struct SessionTerminal {
+    pub container: SessionContainer,
+    protected: std::sync::OnceLock<ProtectedPaths>,
+}
+
 /// Why a command could not be started.
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
@@ -80,10 +90,10 @@ impl Launch {
     }
 }
 
-/// Prepares `req` for the configured backend. `session` holds the session's container (docker).
+/// Prepares `req` for the configured backend.
 pub async fn launch(
     config: &Config,
-    session: &SessionContainer,
+    session: &SessionTerminal,
     req: &Request<'_>,
 ) -> Result<Launch, SandboxError> {
     let settings = &config.terminal.exec;
@@ -96,7 +106,7 @@ pub async fn launch(
             let mut cmd = match (&machine.bwrap, backend) {
                 (Ok(bwrap), Backend::Sandbox) => {
                     let mut c = tokio::process::Command::new(bwrap);
-                    c.args(bwrap::args(&layout(config, req)));
+                    c.args(bwrap::args(&layout(config, session, req)));
                     c.arg("--").arg(req.shell);
                     c
                 }
@@ -118,7 +128,7 @@ pub async fn launch(
             })
         }
         Backend::Docker => {
-            let (docker, container) = session.ensure(config, req.cwd).await?;
+            let (docker, container) = session.container.ensure(config, req.cwd).await?;
             let mut cmd = tokio::process::Command::new(&docker);
             cmd.args(docker::exec_args(config, &container, req));
             cmd.env_clear();
@@ -148,21 +158,46 @@ pub async fn launch(
 }
 
 /// The sandbox's mounts for one request.
-fn layout(config: &Config, req: &Request<'_>) -> bwrap::Layout {
+fn layout(config: &Config, session: &SessionTerminal, req: &Request<'_>) -> bwrap::Layout {
+    let writable = config.terminal.exec.writable_paths.clone();
+    let mut all_writable = writable.clone();
+    all_writable.push(req.cwd.to_path_buf());
+    let list = session
+        .protected
+        .get_or_init(|| ProtectedPaths::for_config(config));
     bwrap::Layout {
         cwd: req.cwd.to_path_buf(),
         workdir: req.workdir.to_path_buf(),
-        writable: config.terminal.exec.writable_paths.clone(),
-        protected: protected_paths(config),
+        writable,
+        protected: protected_mounts(list, &all_writable),
         network: config.terminal.exec.network,
     }
 }
 
-/// The protected paths the sandbox re-mounts read-only or hides.
-// TODO(protect): build from `security::protected` once it lands (one list for the file tools
-// and the sandbox). Until then only hermes's own home is kept read-only.
-fn protected_paths(config: &Config) -> Vec<(PathBuf, bwrap::Exposure)> {
-    vec![(config.home.root().to_path_buf(), bwrap::Exposure::ReadOnly)]
+/// The protected paths (`security::protected`, the list the file tools use) as sandbox mounts:
+/// every unreadable path hidden; unwritable paths bound read-only again where they lie inside a
+/// writable directory (elsewhere the whole file system is read-only already, and re-binding an
+/// ancestor of the working directory would cover its writable bind).
+fn protected_mounts(
+    list: &ProtectedPaths,
+    writable: &[PathBuf],
+) -> Vec<(PathBuf, bwrap::Exposure)> {
+    let inside_writable = |p: &Path| writable.iter().any(|w| p.starts_with(w));
+    // The sandbox's /tmp is a fresh tmpfs: host paths there are not visible anyway.
+    let visible = |p: &Path| !p.starts_with("/tmp") || inside_writable(p);
+    let mut out: Vec<(PathBuf, bwrap::Exposure)> = list
+        .no_write
+        .iter()
+        .filter(|p| inside_writable(p))
+        .map(|p| (p.clone(), bwrap::Exposure::ReadOnly))
+        .collect();
+    out.extend(
+        list.no_read
+            .iter()
+            .filter(|p| visible(p))
+            .map(|p| (p.clone(), bwrap::Exposure::Hidden)),
+    );
+    out
 }
 
 /// What `hermes doctor` shows about command execution.
