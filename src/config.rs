@@ -7,8 +7,11 @@
 
 pub mod home;
 pub mod model_limits;
+pub mod security;
+pub mod terminal;
 
 pub use home::HermesHome;
+pub use security::SecurityConfig;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -80,6 +83,8 @@ pub struct TerminalConfig {
     /// Default foreground timeout in seconds.
     pub timeout: u64,
     pub cwd: String,
+    /// Backend, limits, network, environment (`config/terminal.rs`).
+    pub exec: terminal::ExecSettings,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -178,6 +183,7 @@ pub struct Config {
     pub env: EnvVars,
     /// Timeouts and answer cap of one model call (`agent.request_timeout`, ...).
     pub model_limits: model_limits::ModelLimits,
+    pub security: SecurityConfig,
     /// The whole document after `${VAR}` expansion, for later subsystems' sections.
     pub raw: Value,
 }
@@ -196,6 +202,7 @@ impl Config {
             terminal: TerminalConfig {
                 timeout: 180,
                 cwd: ".".to_string(),
+                exec: terminal::ExecSettings::default(),
             },
             approvals: ApprovalsConfig {
                 mode: ApprovalMode::Manual,
@@ -213,6 +220,7 @@ impl Config {
             context_file_max_chars: None,
             env,
             model_limits: model_limits::ModelLimits::default(),
+            security: SecurityConfig::default(),
             raw: Value::Null,
         }
     }
@@ -332,6 +340,7 @@ fn apply(
         if let Some(v) = typed::<String>(terminal, "terminal", "cwd", path)? {
             config.terminal.cwd = v;
         }
+        terminal::apply(&mut config.terminal.exec, terminal, path)?;
     }
     if let Some(approvals) = section(map, "approvals", path)? {
         if let Some(mode) = approvals.get("mode") {
@@ -389,6 +398,7 @@ fn apply(
     if let Some(v) = typed_top::<usize>(map, "context_file_max_chars", path)? {
         config.context_file_max_chars = Some(v);
     }
+    config.security = security::parse(map, &config.env, path)?;
     Ok(())
 }
 
@@ -624,6 +634,12 @@ const KNOWN_TERMINAL: &[&str] = &[
     "ssh_port",
     "ssh_key",
     "lifetime_seconds",
+    // hermes (Rust) additions
+    "network",
+    "max_processes",
+    "max_memory_mb",
+    "max_file_size_mb",
+    "writable_paths",
 ];
 
 const KNOWN_APPROVALS: &[&str] = &[
