@@ -41,6 +41,21 @@ pub enum ToolError {
 #[derive(Debug, Default)]
 pub struct SessionScratch {
     pub todos: Mutex<TodoList>,
+    /// Skills viewed in this session (a background review may only change what it has read).
+    pub viewed_skills: Mutex<std::collections::BTreeSet<String>>,
+}
+
+/// Who runs the tools: the user's own agent, or a child agent with a narrower brief.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AgentRole {
+    #[default]
+    Primary,
+    /// A child started by `delegate_task`.
+    Delegate,
+    /// The background review that may write skills.
+    SkillReview,
+    /// The background review that may write memory.
+    MemoryReview,
 }
 
 /// What a tool may use while it runs.
@@ -58,6 +73,11 @@ pub struct ToolContext {
     /// Who to ask when a command needs approval (the REPL, a chat, or nobody in `-z`).
     pub prompt: Arc<dyn ApprovalPrompt>,
     pub scratch: Arc<SessionScratch>,
+    /// The skill store of the process (its parse cache is shared).
+    pub skills: crate::skills::SkillStore,
+    pub role: AgentRole,
+    /// How many agents above this one (0 for the user's agent, 1 for its children).
+    pub depth: u32,
 }
 
 impl ToolContext {
@@ -260,10 +280,16 @@ impl ToolRegistry {
 
     /// The tools of the enabled toolsets whose requirements are met.
     pub fn for_config(config: &Config, toolsets: &[String]) -> Result<Self, ToolsetError> {
+        Self::discover().select(config, toolsets)
+    }
+
+    /// The subset of these tools in the enabled toolsets whose requirements are met (sessions
+    /// pick theirs from the registry `Services` discovered once).
+    pub fn select(&self, config: &Config, toolsets: &[String]) -> Result<Self, ToolsetError> {
         let wanted = crate::tools::toolsets::resolve(toolsets, &config.custom_toolsets)?;
-        let all = Self::discover();
         let mut tools = BTreeMap::new();
-        for (name, tool) in all.tools {
+        for (name, tool) in &self.tools {
+            let (name, tool) = (*name, tool.clone());
             if !wanted.contains(name) {
                 continue;
             }
