@@ -6,8 +6,10 @@
 //! uses are accepted and left alone, so an existing `~/.hermes` keeps working.
 
 pub mod home;
+pub mod security;
 
 pub use home::HermesHome;
+pub use security::SecurityConfig;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -175,6 +177,7 @@ pub struct Config {
     pub file_read_max_chars: usize,
     pub context_file_max_chars: Option<usize>,
     pub env: EnvVars,
+    pub security: SecurityConfig,
     /// The whole document after `${VAR}` expansion, for later subsystems' sections.
     pub raw: Value,
 }
@@ -209,6 +212,7 @@ impl Config {
             file_read_max_chars: 100_000,
             context_file_max_chars: None,
             env,
+            security: SecurityConfig::default(),
             raw: Value::Null,
         }
     }
@@ -384,6 +388,7 @@ fn apply(
     if let Some(v) = typed_top::<usize>(map, "context_file_max_chars", path)? {
         config.context_file_max_chars = Some(v);
     }
+    config.security = security::parse(map, &config.env, path)?;
     Ok(())
 }
 
