@@ -350,7 +350,7 @@ impl ToolRegistry {
         };
         match result {
             Ok(text) => ToolOutput {
-                content: cap_result(text, &ctx),
+                content: spill_if_large(text, &ctx).await,
                 is_error: false,
                 fatal: false,
             },
@@ -378,15 +378,27 @@ pub fn error_json(message: &str) -> String {
     serde_json::json!({ "error": message }).to_string()
 }
 
+/// A too-large result is spilled to a file off the async runtime (a slow disk must not stall
+/// other chats); others pass through untouched.
+async fn spill_if_large(text: String, ctx: &ToolContext) -> String {
+    if text.len() <= MAX_RESULT_CHARS {
+        return text;
+    }
+    let (dir, call_id) = (ctx.config.home.tool_results_dir(), ctx.call_id.clone());
+    crate::util::offload::offload("spill a large tool result", move || {
+        cap_result(text, &dir, &call_id)
+    })
+    .await
+    .unwrap_or_else(|e| error_json(&e.to_string()))
+}
+
 /// Spills a too-large result to `$HERMES_HOME/cache/tool-results/` and returns a preview + path.
-fn cap_result(text: String, ctx: &ToolContext) -> String {
+fn cap_result(text: String, dir: &std::path::Path, call_id: &str) -> String {
     let chars = text.chars().count();
     if chars <= MAX_RESULT_CHARS {
         return text;
     }
-    let dir = ctx.config.home.tool_results_dir();
-    let safe_id: String = ctx
-        .call_id
+    let safe_id: String = call_id
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
@@ -404,7 +416,7 @@ fn cap_result(text: String, ctx: &ToolContext) -> String {
     };
     let path = dir.join(format!("{safe_id}.txt"));
     let preview = crate::util::truncate_chars(&text, PREVIEW_CHARS);
-    let saved = std::fs::create_dir_all(&dir)
+    let saved = std::fs::create_dir_all(dir)
         .and_then(|()| crate::util::atomic_write(&path, text.as_bytes()));
     match saved {
         Ok(()) => format!(
