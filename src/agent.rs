@@ -18,6 +18,7 @@ pub mod failover;
 pub mod loop_guard;
 pub mod prompt;
 pub mod spend;
+pub mod started_calls;
 mod stream;
 
 use std::path::PathBuf;
@@ -243,7 +244,8 @@ impl Agent {
         let mut history: Vec<Message> = stored.into_iter().map(|m| m.message).collect();
         // A crash between a tool call and its result leaves the call unanswered; providers
         // reject such a history, so the missing results are recorded now.
-        for result in unanswered_calls(&history) {
+        let started = started_calls::take(services.config.home.root(), &session.id);
+        for result in unanswered_calls(&history, &started) {
             let (id, msg) = (session.id.clone(), result.clone());
             db(&services.store, move |s| s.append_message(&id, &msg)).await?;
             history.push(result);
@@ -513,6 +515,9 @@ impl Agent {
                 self.persist(Message::tool_result(call, output.content.clone()))
                     .await?;
             }
+            if !self.options.ephemeral {
+                started_calls::clear(self.services.config.home.root(), &self.session_id);
+            }
             for ext in &self.services.extensions {
                 ext.after_iteration(&info, &calls, &outputs);
             }
@@ -772,6 +777,9 @@ impl Agent {
                 } else if let Some(refusal) = self.refusal(&call.name) {
                     refusal
                 } else {
+                    if !self.options.ephemeral {
+                        started_calls::mark(ctx.config.home.root(), &ctx.session_id, &call.id);
+                    }
                     self.tools.dispatch(&call, &ctx).await
                 };
                 let _ = events.send(AgentEvent::ToolEnd {
@@ -832,8 +840,12 @@ impl Agent {
     }
 }
 
-/// "Not run" results for the tool calls of the last assistant message that have none.
-fn unanswered_calls(history: &[Message]) -> Vec<Message> {
+/// Results for the tool calls of the last assistant message that have none: "killed while
+/// running" for those in `started`, "not run" for the others.
+fn unanswered_calls(
+    history: &[Message],
+    started: &std::collections::HashSet<String>,
+) -> Vec<Message> {
     let Some(at) = history
         .iter()
         .rposition(|m| m.role == Role::Assistant && !m.tool_calls.is_empty())
@@ -853,12 +865,12 @@ fn unanswered_calls(history: &[Message]) -> Vec<Message> {
         .iter()
         .filter(|c| !answered.contains(&c.id.as_str()))
         .map(|c| {
-            Message::tool_result(
-                c,
-                crate::tools::registry::error_json(
-                    "not run: the session stopped before this call finished",
-                ),
-            )
+            let text = if started_calls::was_started(started, &c.id) {
+                started_calls::KILLED_TEXT
+            } else {
+                "not run: the session stopped before this call started"
+            };
+            Message::tool_result(c, crate::tools::registry::error_json(text))
         })
         .collect()
 }
@@ -927,15 +939,26 @@ mod tests {
             Message::assistant(None, vec![call("a"), call("b")]),
         ];
         history.push(Message::tool_result(&call("a"), "done"));
-        let fixed = unanswered_calls(&history);
+        let none = std::collections::HashSet::new();
+        let fixed = unanswered_calls(&history, &none);
         assert_eq!(fixed.len(), 1);
         assert_eq!(fixed[0].tool_call_id.as_deref(), Some("b"));
+        assert!(fixed[0].content.as_deref().unwrap().contains("not run"));
+        let started = std::collections::HashSet::from(["b".to_string()]);
+        let killed = unanswered_calls(&history, &started);
+        assert!(
+            killed[0]
+                .content
+                .as_deref()
+                .unwrap()
+                .contains(started_calls::KILLED_TEXT)
+        );
         // Answered, or followed by later conversation: nothing to repair here.
         history.extend(fixed);
-        assert!(unanswered_calls(&history).is_empty());
+        assert!(unanswered_calls(&history, &none).is_empty());
         history.push(Message::user("next"));
         history.insert(2, Message::user("odd"));
-        assert!(unanswered_calls(&history).is_empty());
+        assert!(unanswered_calls(&history, &none).is_empty());
     }
 
     #[test]

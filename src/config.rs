@@ -7,6 +7,7 @@
 
 pub mod home;
 pub mod security;
+pub mod terminal;
 
 pub use home::HermesHome;
 pub use security::SecurityConfig;
@@ -81,6 +82,8 @@ pub struct TerminalConfig {
     /// Default foreground timeout in seconds.
     pub timeout: u64,
     pub cwd: String,
+    /// Backend, limits, network, environment (`config/terminal.rs`).
+    pub exec: terminal::ExecSettings,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -196,6 +199,7 @@ impl Config {
             terminal: TerminalConfig {
                 timeout: 180,
                 cwd: ".".to_string(),
+                exec: terminal::ExecSettings::default(),
             },
             approvals: ApprovalsConfig {
                 mode: ApprovalMode::Manual,
@@ -331,6 +335,7 @@ fn apply(
         if let Some(v) = typed::<String>(terminal, "terminal", "cwd", path)? {
             config.terminal.cwd = v;
         }
+        terminal::apply(&mut config.terminal.exec, terminal, path)?;
     }
     if let Some(approvals) = section(map, "approvals", path)? {
         if let Some(mode) = approvals.get("mode") {
@@ -621,6 +626,12 @@ const KNOWN_TERMINAL: &[&str] = &[
     "ssh_port",
     "ssh_key",
     "lifetime_seconds",
+    // hermes (Rust) additions
+    "network",
+    "max_processes",
+    "max_memory_mb",
+    "max_file_size_mb",
+    "writable_paths",
 ];
 
 const KNOWN_APPROVALS: &[&str] = &[

@@ -4,3 +4,4 @@ pub mod approval;
 pub mod paths;
 pub mod protected;
 pub mod redact;
+pub mod sandbox;

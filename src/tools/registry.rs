@@ -41,6 +41,8 @@ pub enum ToolError {
 #[derive(Debug, Default)]
 pub struct SessionScratch {
     pub todos: Mutex<TodoList>,
+    /// The session's terminal state (its container, removed when the session ends).
+    pub terminal: crate::security::sandbox::SessionTerminal,
     /// Skills viewed in this session (a background review may only change what it has read).
     pub viewed_skills: Mutex<std::collections::BTreeSet<String>>,
 }

@@ -18,6 +18,7 @@ pub mod gateway_telegram;
 pub mod llm_client;
 pub mod loop_guard;
 pub mod memory_e2e;
+pub mod sandbox;
 pub mod session_search_e2e;
 pub mod sessions_compat;
 pub mod skills_e2e;
