@@ -16,6 +16,7 @@ pub mod sessions;
 pub mod skills;
 pub mod template;
 pub mod tools;
+pub mod turn;
 pub mod util;
 
 pub use agent::Agent;

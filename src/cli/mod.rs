@@ -115,6 +115,8 @@ pub fn services(config: crate::config::Config) -> Result<Arc<Services>, CliError
     skills_cmd::sync_bundled(&services.config);
     services
         .extensions
-        .push(Arc::new(crate::skills::learning::SkillLearning::new()));
+        .push(Arc::new(crate::skills::learning::SkillLearning::new(
+            &services.config,
+        )));
     Ok(Arc::new(services))
 }

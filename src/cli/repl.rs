@@ -109,10 +109,7 @@ pub fn run(runtime: &Runtime, args: &RunArgs, config: Config) -> Result<u8, CliE
     }
     let _ = repl.editor.save_history(&history);
     let _ = runtime.block_on(repl.agent.end("user_exit"));
-    crate::cli::memory_cmd::finish_reviews(runtime, true);
-    runtime.block_on(crate::skills::learning::wait_for_reviews(
-        &repl.services.config,
-    ));
+    crate::cli::memory_cmd::finish_reviews(runtime, &repl.services, true);
     println!(
         "session {} saved; resume with: hermes -r {}",
         repl.agent.session_id(),

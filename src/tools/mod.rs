@@ -22,5 +22,5 @@ pub mod todo;
 pub mod toolsets;
 
 pub use registry::{
-    SessionScratch, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, TypedTool,
+    AgentRole, SessionScratch, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, TypedTool,
 };

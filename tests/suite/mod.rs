@@ -3,6 +3,7 @@
 pub mod agent_api;
 pub mod anthropic_cli;
 pub mod anthropic_client;
+pub mod children;
 pub mod cli_agent;
 pub mod cli_errors;
 pub mod cli_interrupt;

@@ -33,11 +33,15 @@ pub struct Recorded {
     pub body: Value,
     /// Header names lowercased; repeated headers joined with ", ".
     pub headers: BTreeMap<String, String>,
+    /// When the request arrived (to show that requests overlapped in time).
+    pub at: std::time::Instant,
 }
 
 #[derive(Default)]
 struct MockState {
     script: VecDeque<Reply>,
+    /// Replies for requests whose system message contains the key, served before `script`.
+    routed: Vec<(String, VecDeque<Reply>)>,
     requests: Vec<Recorded>,
     models: Vec<String>,
     /// SSE bodies whose client went away before the mock finished sending.
@@ -91,6 +95,19 @@ impl MockLlm {
     /// Appends a reply to the script (replies are served in FIFO order).
     pub fn push(&self, reply: Reply) -> &Self {
         lock(&self.shared).script.push_back(reply);
+        self
+    }
+
+    /// Queues a reply for requests whose system message contains `needle` (concurrent agents,
+    /// such as delegated children, each get their own script whatever order they arrive in).
+    pub fn push_for(&self, needle: &str, reply: Reply) -> &Self {
+        let mut state = lock(&self.shared);
+        match state.routed.iter_mut().find(|(k, _)| k == needle) {
+            Some((_, queue)) => queue.push_back(reply),
+            None => state
+                .routed
+                .push((needle.to_string(), VecDeque::from([reply]))),
+        }
         self
     }
 
@@ -622,12 +639,22 @@ async fn chat_completions(
 
     let (number, reply) = {
         let mut state = lock(&shared);
+        let system = request["messages"][0]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         state.requests.push(Recorded {
             body: request,
             headers: recorded_headers,
+            at: std::time::Instant::now(),
         });
         let number = state.requests.len();
-        let mut reply = state.script.pop_front();
+        let routed = state
+            .routed
+            .iter_mut()
+            .find(|(needle, queue)| !queue.is_empty() && system.contains(needle.as_str()))
+            .and_then(|(_, queue)| queue.pop_front());
+        let mut reply = routed.or_else(|| state.script.pop_front());
         // A refusal only answers a streaming request; a plain request skips it.
         if !streaming && matches!(reply.as_ref().map(|r| &r.kind), Some(Kind::RefuseStream)) {
             reply = state.script.pop_front();
