@@ -15,7 +15,6 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{AgentOptions, Services};
-pub use crate::gateway::settings::{Authorizer, GatewaySettings};
 use crate::gateway::hooks::{CommandDecision, Hooks};
 use crate::gateway::ledger::{InboundRecord, OutboundRow, send_with_retry};
 use crate::gateway::pairing::{self, PairingRequest};
@@ -23,6 +22,7 @@ use crate::gateway::platform::{
     AdapterError, ChatType, MessageEvent, PlatformAdapter, SendOptions, build_session_key,
 };
 use crate::gateway::session::{SessionControl, deliver_row, lock, run_worker};
+pub use crate::gateway::settings::{Authorizer, GatewaySettings};
 use crate::llm::LlmClient;
 use crate::security::approval::ApprovalChoice;
 use crate::sessions::StoreError;
