@@ -10,6 +10,7 @@ pub mod config;
 pub mod gateway;
 pub mod llm;
 pub mod memory;
+pub mod panics;
 pub mod security;
 pub mod sessions;
 pub mod skills;

@@ -15,6 +15,8 @@ pub mod session_search;
 pub mod skills;
 pub mod skills_manage;
 pub mod terminal;
+#[cfg(debug_assertions)]
+pub mod test_crash;
 #[cfg(test)]
 pub mod test_support;
 pub mod todo;

@@ -353,8 +353,15 @@ impl ToolRegistry {
         };
         let mut ctx = ctx.clone();
         ctx.call_id = call.id.clone();
+        // A panic inside the tool stays inside this call (see `crate::panics`).
         let result = tokio::select! {
-            r = tool.call(&call.arguments, &ctx) => r,
+            r = crate::panics::catch(tool.call(&call.arguments, &ctx)) => r.unwrap_or_else(|panic| {
+                tracing::error!(tool = %call.name, %panic, "tool panicked; the call fails, the turn goes on");
+                Err(ToolError::Respond(format!(
+                    "the tool `{}` crashed inside hermes ({panic}); this is a hermes bug, not a problem with the arguments — try another way",
+                    call.name
+                )))
+            }),
             _ = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
         };
         match result {

@@ -245,7 +245,8 @@ fn background_review_saves_a_fact() {
 #[test]
 fn local_provider_recalls_an_earlier_session() {
     let env = TestEnv::new();
-    env.config("memory:\n  provider: local\n");
+    // A generous recall deadline: on a loaded 2-core CI the first index build can pass 1.5 s.
+    env.config("memory:\n  provider: local\n  prefetch_timeout: 30\n");
     let mock = MockLlm::with_script([
         Reply::text("Got it: staging Postgres on port 6543."),
         Reply::text("It runs on 6543."),
