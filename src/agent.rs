@@ -11,6 +11,7 @@ pub mod child;
 mod compaction;
 pub mod compressor;
 pub mod credentials;
+mod delegation;
 mod event_prompt;
 pub mod events;
 pub mod extension;
@@ -184,6 +185,9 @@ pub struct Agent {
     caps: spend::SpendCaps,
     /// The session whose ledger pays for this agent's calls (the parent's, for a background fork).
     ledger_session: String,
+    /// The session whose spend caps this agent's calls obey (with its children's spend): its
+    /// own, or its parent's for a child.
+    cap_session: String,
     /// Key rotation and provider fallback.
     failover: Failover,
     compressor: ContextCompressor,
@@ -320,6 +324,7 @@ impl Agent {
         Agent {
             services,
             client,
+            cap_session: session_id.clone(),
             session_id,
             system_prompt,
             history,
@@ -720,11 +725,19 @@ impl Agent {
         }
         let projected = spend::estimate_prompt_tokens(request);
         let (caps, prices) = (self.caps.clone(), self.prices.clone());
-        let (id, model) = (self.ledger_session.clone(), request.model.clone());
+        let (id, model) = (self.cap_session.clone(), request.model.clone());
         let verdict = db(&self.services.store, move |s| {
-            let Some(row) = s.session(&id)? else {
+            let Some(mut row) = s.session(&id)? else {
                 return Ok(Ok(()));
             };
+            // Caps count the session's delegated children too.
+            for child in s.child_sessions(&id)? {
+                row.input_tokens += child.input_tokens;
+                row.output_tokens += child.output_tokens;
+                if let Some(c) = child.estimated_cost_usd {
+                    row.estimated_cost_usd = Some(row.estimated_cost_usd.unwrap_or(0.0) + c);
+                }
+            }
             caps.check(s, &row, &prices, &model, projected)
         })
         .await;
@@ -761,6 +774,14 @@ impl Agent {
             skills: self.services.skills.clone(),
             role: self.role,
             depth: self.depth,
+            delegator: Some(Arc::new(delegation::AgentDelegator {
+                services: self.services.clone(),
+                parent: self.parent_link(cancel.child_token()),
+                parent_tools: self.tools.names(),
+                parent_toolsets: self.options.toolsets.clone(),
+                parent_yolo: self.options.yolo,
+                events: events.clone(),
+            })),
         };
         let run_one = |call: &ToolCall| {
             let ctx = ctx.clone();

@@ -5,6 +5,7 @@
 //! names the key and the file (a typo must not be silently ignored); sections only Python Hermes
 //! uses are accepted and left alone, so an existing `~/.hermes` keeps working.
 
+pub mod delegation;
 pub mod home;
 pub mod model_limits;
 pub mod security;

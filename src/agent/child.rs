@@ -59,6 +59,9 @@ pub struct ChildSpec {
     pub role: AgentRole,
     /// The toolsets the child may use.
     pub toolsets: Vec<String>,
+    /// Narrows the toolsets' tools to these names (delegation: the parent's tools minus the
+    /// blocked ones).
+    pub only_tools: Option<BTreeSet<String>>,
     pub max_iterations: u32,
     /// Wall-clock limit for the whole child.
     pub timeout: Option<Duration>,
@@ -399,6 +402,12 @@ async fn run_child(
             _ => None,
         };
     }
+    if spec.recorded {
+        // The child's session says how it ended (`completed`, `timeout`, ...).
+        if let Err(e) = agent.end(result.status.as_str()).await {
+            tracing::warn!(error = %e, "cannot mark the child's session ended");
+        }
+    }
     drop(ticket);
     result
 }
@@ -436,7 +445,10 @@ async fn build_child(
     parent: &ParentLink,
     spec: &ChildSpec,
 ) -> Result<Agent, AgentError> {
-    let tools = services.tools.select(&services.config, &spec.toolsets)?;
+    let mut tools = services.tools.select(&services.config, &spec.toolsets)?;
+    if let Some(only) = &spec.only_tools {
+        tools.retain(|name| only.contains(name));
+    }
     let (system_prompt, history, schemas) = match &spec.start {
         ChildStart::Fork {
             system_prompt,
@@ -499,13 +511,14 @@ async fn build_child(
     agent.tool_schemas = schemas;
     agent.role = spec.role;
     agent.depth = parent.depth + 1;
-    // A recorded child pays into its own row (the parent's caps and /usage add its children);
-    // an ephemeral one into the parent's.
+    // A recorded child pays into its own row (the parent's caps, /usage and insights add its
+    // children); an ephemeral one into the parent's. Either way the parent's caps apply.
     agent.ledger_session = if spec.recorded {
         session_id
     } else {
         parent.session_id.clone()
     };
+    agent.cap_session = parent.session_id.clone();
     Ok(agent)
 }
 

@@ -31,7 +31,7 @@ impl Agent {
     /// This agent as the parent of a child; `cancel` ends the child with the parent.
     pub(crate) fn parent_link(&self, cancel: CancellationToken) -> ParentLink {
         ParentLink {
-            session_id: self.ledger_session.clone(),
+            session_id: self.cap_session.clone(),
             client: self.client.clone(),
             cwd: self.options.cwd.clone(),
             depth: self.depth,
@@ -89,6 +89,7 @@ impl Agent {
             goal: review.instructions,
             role: review.role,
             toolsets: review.toolsets,
+            only_tools: None,
             max_iterations: review.max_iterations,
             timeout: Some(REVIEW_TIMEOUT),
             stall_timeout: Some(REVIEW_STALL),

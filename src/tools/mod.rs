@@ -1,6 +1,7 @@
 //! Tools the model can call: the registry (contract, registration, dispatch), toolsets, and one
 //! file per tool family. Every tool module must be linked here or it never registers.
 
+pub mod delegate;
 pub mod file_common;
 pub mod file_patch;
 pub mod file_read;

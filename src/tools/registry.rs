@@ -80,6 +80,8 @@ pub struct ToolContext {
     pub role: AgentRole,
     /// How many agents above this one (0 for the user's agent, 1 for its children).
     pub depth: u32,
+    /// Runs `delegate_task` children for the calling agent (`None` where none may start).
+    pub delegator: Option<Arc<dyn crate::tools::delegate::Delegator>>,
 }
 
 impl ToolContext {
@@ -303,6 +305,11 @@ impl ToolRegistry {
             }
         }
         Ok(ToolRegistry { tools })
+    }
+
+    /// Keeps only the tools `keep` accepts (a child's tools: blocked ones removed).
+    pub fn retain(&mut self, keep: impl Fn(&str) -> bool) {
+        self.tools.retain(|name, _| keep(name));
     }
 
     pub fn names(&self) -> Vec<&'static str> {

@@ -54,6 +54,7 @@ fn build(adjust: impl FnOnce(&mut Config), mode: ApprovalMode, deny: Vec<String>
         skills,
         role: Default::default(),
         depth: 0,
+        delegator: None,
         config: Arc::new(config),
         cwd: work,
         session_id: "test-session".into(),
