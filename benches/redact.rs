@@ -63,7 +63,7 @@ fn mixed_text(secrets: &[String]) -> String {
             1 => log,
             _ => env,
         });
-        if i % 120 == 0 {
+        if i.is_multiple_of(120) {
             let s = &secrets[(i / 120) % secrets.len()];
             out.push_str(&format!(
                 "OPENAI_API_KEY={s}\nleaked sk-proj-abcdefghijklmnop{i:08}\n"

@@ -369,11 +369,9 @@ fn copy_tree(
     for entry in tree.iter() {
         match entry.kind() {
             Some(git2::ObjectType::Tree) => copy_tree(repo, src, dst, entry.id(), copied)?,
-            Some(git2::ObjectType::Blob) => {
-                if copied.insert(entry.id()) {
-                    let obj = src.read(entry.id())?;
-                    dst.write(obj.kind(), obj.data())?;
-                }
+            Some(git2::ObjectType::Blob) if copied.insert(entry.id()) => {
+                let obj = src.read(entry.id())?;
+                dst.write(obj.kind(), obj.data())?;
             }
             _ => {}
         }

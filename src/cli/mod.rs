@@ -3,6 +3,7 @@
 
 pub mod args;
 pub mod checkpoints_cmd;
+pub mod doctor;
 pub mod gateway_cmd;
 pub mod insights_cmd;
 pub mod memory_cmd;
@@ -12,6 +13,7 @@ pub mod repl;
 pub mod sessions_cmd;
 pub mod sessions_report;
 pub mod setup;
+pub mod signals;
 pub mod skills_cmd;
 pub mod slash;
 
@@ -61,7 +63,12 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
-        .build()?;
+        .build()
+        .map_err(|e| {
+            CliError::Setup(format!(
+                "cannot start hermes's worker threads ({e}): the system is out of threads or processes; try again when fewer programs run"
+            ))
+        })?;
     match cli.command {
         Some(args::Command::Sessions { action }) => {
             let store = setup::open_store(&config)?;
@@ -77,6 +84,7 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
             gateway_cmd::send(&runtime, &config, &target, &text)
         }
         Some(args::Command::Checkpoints { action }) => checkpoints_cmd::run(&config, action),
+        Some(args::Command::Doctor { json }) => doctor::run(&config, json),
         Some(args::Command::Insights { days, json }) => {
             let store = setup::open_store(&config)?;
             insights_cmd::run(&store, days, json)
@@ -114,6 +122,8 @@ pub fn services(config: crate::config::Config) -> Result<Arc<Services>, CliError
     skills_cmd::sync_bundled(&services.config);
     services
         .extensions
-        .push(Arc::new(crate::skills::learning::SkillLearning::new()));
+        .push(Arc::new(crate::skills::learning::SkillLearning::new(
+            &services.config,
+        )));
     Ok(Arc::new(services))
 }

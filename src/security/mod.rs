@@ -4,5 +4,6 @@ pub mod approval;
 pub mod paths;
 pub mod protected;
 pub mod redact;
+pub mod sandbox;
 pub mod secrets;
 pub mod shield;

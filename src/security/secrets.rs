@@ -90,10 +90,8 @@ pub fn collect(config: &Config) -> Vec<String> {
 /// Collects string values under secret-named keys, at any depth.
 fn walk(value: &Value, key: Option<&str>, out: &mut Vec<String>) {
     match value {
-        Value::String(s) => {
-            if key.is_some_and(is_secret_name) && could_be_secret(s) {
-                out.push(s.clone());
-            }
+        Value::String(s) if key.is_some_and(is_secret_name) && could_be_secret(s) => {
+            out.push(s.clone());
         }
         Value::Array(items) => items.iter().for_each(|v| walk(v, key, out)),
         Value::Object(map) => {
