@@ -5,7 +5,9 @@
 //! names the key and the file (a typo must not be silently ignored); sections only Python Hermes
 //! uses are accepted and left alone, so an existing `~/.hermes` keeps working.
 
+pub mod delegation;
 pub mod home;
+pub mod model_limits;
 pub mod security;
 pub mod terminal;
 
@@ -180,6 +182,8 @@ pub struct Config {
     pub file_read_max_chars: usize,
     pub context_file_max_chars: Option<usize>,
     pub env: EnvVars,
+    /// Timeouts and answer cap of one model call (`agent.request_timeout`, ...).
+    pub model_limits: model_limits::ModelLimits,
     pub security: SecurityConfig,
     /// The whole document after `${VAR}` expansion, for later subsystems' sections.
     pub raw: Value,
@@ -216,6 +220,7 @@ impl Config {
             file_read_max_chars: 100_000,
             context_file_max_chars: None,
             env,
+            model_limits: model_limits::ModelLimits::default(),
             security: SecurityConfig::default(),
             raw: Value::Null,
         }
@@ -324,6 +329,7 @@ fn apply(
         if let Some(v) = typed::<u32>(agent, "agent", "api_max_retries", path)? {
             config.agent.api_max_retries = v;
         }
+        config.model_limits = model_limits::ModelLimits::from_agent_section(agent, path)?;
     }
     if let Some(v) = typed_top::<Vec<String>>(map, "toolsets", path)? {
         config.toolsets = v;
@@ -599,6 +605,9 @@ const KNOWN_AGENT: &[&str] = &[
     "reasoning_effort",
     "service_tier",
     "max_tokens",
+    "request_timeout",
+    "stream_idle_timeout",
+    "max_answer_mb",
 ];
 
 const KNOWN_TERMINAL: &[&str] = &[

@@ -62,7 +62,12 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
-        .build()?;
+        .build()
+        .map_err(|e| {
+            CliError::Setup(format!(
+                "cannot start hermes's worker threads ({e}): the system is out of threads or processes; try again when fewer programs run"
+            ))
+        })?;
     match cli.command {
         Some(args::Command::Sessions { action }) => {
             let store = setup::open_store(&config)?;
@@ -115,6 +120,8 @@ pub fn services(config: crate::config::Config) -> Result<Arc<Services>, CliError
     skills_cmd::sync_bundled(&services.config);
     services
         .extensions
-        .push(Arc::new(crate::skills::learning::SkillLearning::new()));
+        .push(Arc::new(crate::skills::learning::SkillLearning::new(
+            &services.config,
+        )));
     Ok(Arc::new(services))
 }

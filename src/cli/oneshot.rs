@@ -84,8 +84,10 @@ pub async fn run(
             }
             // The answer is out; give a background skill review a bounded moment to finish.
             let _ = std::io::Write::flush(&mut std::io::stdout());
-            crate::skills::learning::wait_for_reviews(&services.config).await;
-            crate::memory::MemoryManager::wait_for_reviews(crate::memory::manager::EXIT_WAIT).await;
+            services
+                .children
+                .wait_idle(crate::agent::child::EXIT_WAIT)
+                .await;
             Ok(exit::OK)
         }
     }

@@ -109,10 +109,7 @@ pub fn run(runtime: &Runtime, args: &RunArgs, config: Config) -> Result<u8, CliE
     }
     let _ = repl.editor.save_history(&history);
     let _ = runtime.block_on(repl.agent.end("user_exit"));
-    crate::cli::memory_cmd::finish_reviews(runtime, true);
-    runtime.block_on(crate::skills::learning::wait_for_reviews(
-        &repl.services.config,
-    ));
+    crate::cli::memory_cmd::finish_reviews(runtime, &repl.services, true);
     println!(
         "session {} saved; resume with: hermes -r {}",
         repl.agent.session_id(),
@@ -292,27 +289,62 @@ impl Repl {
     fn usage(&self, runtime: &Runtime) {
         let store = self.services.store.clone();
         let id = self.agent.session_id().to_string();
-        let row = runtime
-            .block_on(runtime.spawn_blocking(move || store.session(&id)))
+        let found = runtime
+            .block_on(runtime.spawn_blocking(move || {
+                Ok::<_, crate::sessions::StoreError>((
+                    store.session(&id)?,
+                    store.child_sessions(&id)?,
+                ))
+            }))
             .ok()
-            .and_then(Result::ok)
-            .flatten();
-        match row {
-            Some(r) => println!(
-                "session {}: {} model calls · input {} · output {} · cache read {} · cache write {} · reasoning {} tokens{}",
-                r.id,
-                r.api_call_count,
-                r.input_tokens,
-                r.output_tokens,
-                r.cache_read_tokens,
-                r.cache_write_tokens,
-                r.reasoning_tokens,
-                r.estimated_cost_usd
-                    .filter(|c| *c > 0.0)
-                    .map(|c| format!(" · ≈ ${c:.4}"))
-                    .unwrap_or_default()
-            ),
-            None => {
+            .and_then(Result::ok);
+        let cost = |c: Option<f64>| {
+            c.filter(|c| *c > 0.0)
+                .map(|c| format!(" · ≈ ${c:.4}"))
+                .unwrap_or_default()
+        };
+        match found {
+            Some((Some(r), children)) => {
+                println!(
+                    "session {}: {} model calls · input {} · output {} · cache read {} · cache write {} · reasoning {} tokens{}",
+                    r.id,
+                    r.api_call_count,
+                    r.input_tokens,
+                    r.output_tokens,
+                    r.cache_read_tokens,
+                    r.cache_write_tokens,
+                    r.reasoning_tokens,
+                    cost(r.estimated_cost_usd)
+                );
+                for c in &children {
+                    println!(
+                        "  child {}: {} model calls · input {} · output {} tokens{}",
+                        c.id,
+                        c.api_call_count,
+                        c.input_tokens,
+                        c.output_tokens,
+                        cost(c.estimated_cost_usd)
+                    );
+                }
+                if !children.is_empty() {
+                    let total = |f: fn(&crate::sessions::SessionRow) -> i64| {
+                        f(&r) + children.iter().map(f).sum::<i64>()
+                    };
+                    let spend: f64 = r.estimated_cost_usd.unwrap_or(0.0)
+                        + children
+                            .iter()
+                            .filter_map(|c| c.estimated_cost_usd)
+                            .sum::<f64>();
+                    println!(
+                        "with {} delegated children: input {} · output {} tokens{}",
+                        children.len(),
+                        total(|r| r.input_tokens),
+                        total(|r| r.output_tokens),
+                        cost(Some(spend))
+                    );
+                }
+            }
+            _ => {
                 let u = self.agent.session_usage();
                 println!(
                     "this session: input {} · output {} tokens",
