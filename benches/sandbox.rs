@@ -27,7 +27,12 @@ fn context(dir: &std::path::Path, backend: BackendChoice) -> ToolContext {
     let mut config = Config::defaults(home.clone(), EnvVars::default());
     config.terminal.exec.backend = backend;
     config.terminal.exec.docker_image = DOCKER_IMAGE.into();
+    let skills = hermes::skills::SkillStore::from_config(&config);
     ToolContext {
+        skills,
+        role: Default::default(),
+        depth: 0,
+        delegator: None,
         config: Arc::new(config),
         cwd: work,
         session_id: "bench".into(),
