@@ -225,8 +225,15 @@ mod tests {
         let open = answer_too_large(16 * 1024 * 1024, false);
         assert!(open.body.contains("16.0 MiB"), "{}", open.body);
         assert!(open.body.contains("no [DONE]"), "{}", open.body);
-        assert!(!open.reason.is_retryable(), "the same request would run away again");
+        assert!(
+            !open.reason.is_retryable(),
+            "the same request would run away again"
+        );
         let done = answer_too_large(1024 * 1024, true);
-        assert!(done.body.contains("after its finish marker"), "{}", done.body);
+        assert!(
+            done.body.contains("after its finish marker"),
+            "{}",
+            done.body
+        );
     }
 }
