@@ -15,13 +15,18 @@
 
 mod allowlist;
 mod catalog;
+mod dynamic;
 mod normalize;
+mod oneliner;
 mod patterns;
 mod payload;
 mod shell;
 mod specs;
+mod targets;
 mod wrappers;
 
+#[cfg(test)]
+mod classify_tests;
 #[cfg(test)]
 mod detect_tests;
 #[cfg(test)]
@@ -38,7 +43,9 @@ use regex::Regex;
 use crate::config::ApprovalMode;
 use crate::security::redact::redact;
 
-pub use patterns::{Finding, detect, hardline};
+pub use catalog::Kind;
+pub use patterns::{Classification, Finding, classify, detect, hardline};
+pub use targets::Context;
 
 /// The user's answer to an approval question.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,7 +189,7 @@ impl ApprovalGate {
 
     /// Decides whether `command` may run, asking `prompt` if needed.
     pub async fn check(&self, command: &str, prompt: &dyn ApprovalPrompt) -> Verdict {
-        let analysis = patterns::analyze(command);
+        let analysis = patterns::analyze(command, &Context::from_env());
         if let Some(f) = analysis.hardline.first() {
             tracing::warn!(key = f.key, command = %redact(command), "hardline: command refused");
             return Verdict::Blocked(format!(

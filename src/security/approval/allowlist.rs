@@ -139,6 +139,7 @@ mod tests {
         let f = Finding {
             key: "git_force_push",
             description: "git force push (rewrites remote history)",
+            kind: catalog::Kind::Dangerous,
         };
         assert!(approves_finding("git_force_push", &f));
         assert!(approves_finding(

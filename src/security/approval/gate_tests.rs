@@ -370,9 +370,6 @@ async fn obfuscated_dangerous_command_is_asked_about() {
         "{:?}",
         req.reasons
     );
-    assert!(
-        req.reasons.iter().any(|r| r.contains("-e/-c")),
-        "{:?}",
-        req.reasons
-    );
+    // `bash -c` itself hides nothing: its text was read, so it is not a reason of its own.
+    assert_eq!(req.reasons.len(), 1, "{:?}", req.reasons);
 }
