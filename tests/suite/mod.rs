@@ -1,6 +1,8 @@
 //! Integration test modules, one per area.
 
 pub mod agent_api;
+pub mod approval_modes;
+pub mod approval_table;
 pub mod anthropic_cli;
 pub mod anthropic_client;
 pub mod cli_agent;

@@ -165,15 +165,16 @@ pub(super) fn written_files(
         "curl" | "wget" => {
             let mut named = false;
             for (i, a) in args.iter().enumerate() {
-                let value = match a.as_str() {
-                    "-o" | "--output" | "-O" | "--output-document"
-                        if core[0] == "wget" || a != "-O" =>
-                    {
-                        args.get(i + 1).map(String::as_str)
-                    }
-                    _ => a
-                        .strip_prefix("--output=")
-                        .or_else(|| a.strip_prefix("--output-document=")),
+                // The output flag, alone or last in a cluster (`-so`, `-qO`): its value follows.
+                let flag = if core[0] == "wget" { 'O' } else { 'o' };
+                let short = a.len() > 1 && a.starts_with('-') && !a.starts_with("--");
+                let value = if (short && a.ends_with(flag))
+                    || matches!(a.as_str(), "--output" | "--output-document")
+                {
+                    args.get(i + 1).map(String::as_str)
+                } else {
+                    a.strip_prefix("--output=")
+                        .or_else(|| a.strip_prefix("--output-document="))
                 };
                 if let Some(v) = value.filter(|v| *v != "-") {
                     out.insert(clean(v));
