@@ -1,5 +1,7 @@
-//! Guards: dangerous-command approval, path traversal checks, secret redaction.
+//! Guards: dangerous-command approval, path resolution, protected paths, secret redaction.
 
 pub mod approval;
 pub mod paths;
+pub mod protected;
 pub mod redact;
+pub mod sandbox;

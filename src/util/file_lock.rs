@@ -1,5 +1,6 @@
-//! An exclusive advisory lock (`flock`) on a lock file beside the memory files, so two hermes
-//! processes (the CLI and the gateway) never interleave a read-modify-write of MEMORY.md.
+//! An exclusive advisory lock (`flock`) on a lock file beside a data file, with a timeout, so two
+//! hermes processes (the CLI and the gateway) never interleave a read-modify-write of MEMORY.md,
+//! auth.json or skills/.usage.json, and a stuck holder cannot hang a writer forever.
 //!
 //! The lock file is separate from the data file because writes replace the data file by rename:
 //! a lock on the old inode would not exclude a writer that opened the new one.
@@ -25,6 +26,13 @@ pub enum LockError {
         "another hermes process has held {path} for over {waited:?}; try again, or remove the file if no hermes is running"
     )]
     Timeout { path: PathBuf, waited: Duration },
+    #[error(
+        "cannot wait for the lock on {path}: no thread could be started ({source}); the system is out of threads or processes, try again when fewer programs run"
+    )]
+    NoThread {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot lock {path}: {source}")]
     Lock {
         path: PathBuf,
@@ -64,20 +72,29 @@ impl FileLock {
             source,
         })?;
         let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let result = loop {
-                // SAFETY: `flock` only reads the descriptor, which `waiter` keeps open.
-                let rc = unsafe { libc::flock(waiter.as_raw_fd(), libc::LOCK_EX) };
-                if rc == 0 {
-                    break Ok(());
-                }
-                let err = std::io::Error::last_os_error();
-                if err.raw_os_error() != Some(libc::EINTR) {
-                    break Err(err);
-                }
-            };
-            let _ = tx.send(result.map(|()| waiter));
-        });
+        // `thread::spawn` panics when the system is out of threads; this says so instead.
+        let spawned = std::thread::Builder::new()
+            .name("flock-wait".into())
+            .spawn(move || {
+                let result = loop {
+                    // SAFETY: `flock` only reads the descriptor, which `waiter` keeps open.
+                    let rc = unsafe { libc::flock(waiter.as_raw_fd(), libc::LOCK_EX) };
+                    if rc == 0 {
+                        break Ok(());
+                    }
+                    let err = std::io::Error::last_os_error();
+                    if err.raw_os_error() != Some(libc::EINTR) {
+                        break Err(err);
+                    }
+                };
+                let _ = tx.send(result.map(|()| waiter));
+            });
+        if let Err(source) = spawned {
+            return Err(LockError::NoThread {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
         match rx.recv_timeout(timeout) {
             Ok(Ok(held)) => {
                 drop(file);
