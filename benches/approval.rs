@@ -44,7 +44,10 @@ fn main() {
         .copied()
         .filter(|c| classify(c, &ctx) != Classification::Safe)
         .collect();
-    println!("approval classification over {} benign commands × {ROUNDS}:", commands.len());
+    println!(
+        "approval classification over {} benign commands × {ROUNDS}:",
+        commands.len()
+    );
     println!(
         "  median {:.1} µs, p95 {:.1} µs, p99 {:.1} µs, max {:.1} µs (first call incl. regex compile: {:.1} ms)",
         us(samples[samples.len() / 2]),
@@ -60,9 +63,18 @@ fn main() {
         100.0 * flagged.len() as f64 / commands.len() as f64
     );
     for (label, input) in [
-        ("10 KB pipeline", "cat a | grep b | sort | uniq -c | ".repeat(300)),
-        ("20,000 brace lists", format!("echo {}", "{a,b}".repeat(20_000))),
-        ("2,000 nested loops", "while true; do ".repeat(2_000) + "ls" + &"; done".repeat(2_000)),
+        (
+            "10 KB pipeline",
+            "cat a | grep b | sort | uniq -c | ".repeat(300),
+        ),
+        (
+            "20,000 brace lists",
+            format!("echo {}", "{a,b}".repeat(20_000)),
+        ),
+        (
+            "2,000 nested loops",
+            "while true; do ".repeat(2_000) + "ls" + &"; done".repeat(2_000),
+        ),
         ("12 nested sh -c", {
             let mut c = "ls".to_string();
             for _ in 0..12 {

@@ -47,9 +47,9 @@ use crate::llm::LlmClient;
 use crate::security::redact::redact;
 
 pub use catalog::Kind;
+pub use patterns::{Classification, Finding, classify, detect, hardline};
 pub use policy::{Decision, Facts, Policy, Refusal, Review, RunMode, decide};
 pub use smart::SmartReviewer;
-pub use patterns::{Classification, Finding, classify, detect, hardline};
 pub use targets::Context;
 
 /// The user's answer to an approval question.
@@ -304,7 +304,9 @@ impl ApprovalGate {
         match decision {
             Decision::Allow => Verdict::Allowed,
             Decision::Refuse(r) => self.refuse(r, command, &pending, &listed),
-            Decision::AskHuman | Decision::AskModel => self.ask(command, pending, listed, prompt).await,
+            Decision::AskHuman | Decision::AskModel => {
+                self.ask(command, pending, listed, prompt).await
+            }
         }
     }
 
@@ -409,8 +411,7 @@ impl ApprovalGate {
             .iter()
             .find(|rule| {
                 texts().any(|t| {
-                    rule.regex.is_match(t)
-                        || allowlist::glob_matches_ci(&rule.source, t.trim())
+                    rule.regex.is_match(t) || allowlist::glob_matches_ci(&rule.source, t.trim())
                 })
             })
             .map(|rule| rule.source.clone())

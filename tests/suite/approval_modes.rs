@@ -32,7 +32,11 @@ fn oneshot_refuses_and_says_it_cannot_verify() {
         Reply::tool_call("c1", "terminal", json!({"command": GENERATED})),
         Reply::text("done"),
     ]);
-    let out = env.cmd(&mock.base_url()).args(["-z", "go"]).output().unwrap();
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "go"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let result = last_tool_result(&mock.requests());
     assert!(victim.exists(), "{result}");
@@ -121,7 +125,10 @@ fn api_server_refuses_unless_configured_to_allow() {
         assert_eq!(status, 200, "{body}");
         let result = last_tool_result(&gw.llm.requests());
         if allow {
-            assert!(!victim.exists(), "allowed by api_server.approvals: {result}");
+            assert!(
+                !victim.exists(),
+                "allowed by api_server.approvals: {result}"
+            );
         } else {
             assert!(victim.exists(), "{result}");
             assert!(result.contains("api_server.approvals: allow"), "{result}");
@@ -141,7 +148,11 @@ fn smart_run(review: Reply, command: &str) -> (String, Option<Value>, bool, usiz
         review,
         Reply::text("done"),
     ]);
-    let out = env.cmd(&mock.base_url()).args(["-z", "go"]).output().unwrap();
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "go"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let requests = mock.requests();
     let review_request = requests
@@ -164,8 +175,14 @@ fn smart_approval_follows_the_reviewer_and_escalates_on_anything_else() {
     let review = review.expect("the reviewer was asked");
     assert_eq!(review["temperature"].as_f64(), Some(0.0), "{review}");
     let body = review.to_string();
-    assert!(body.contains("<command>") && body.contains("rm -rf build"), "{body}");
-    assert!(!body.contains("answer APPROVE"), "comments are stripped: {body}");
+    assert!(
+        body.contains("<command>") && body.contains("rm -rf build"),
+        "{body}"
+    );
+    assert!(
+        !body.contains("answer APPROVE"),
+        "comments are stripped: {body}"
+    );
 
     let (result, _, survived, _) = smart_run(Reply::text("DENY"), cmd);
     assert!(survived && result.contains("smart approval"), "{result}");
@@ -173,11 +190,17 @@ fn smart_approval_follows_the_reviewer_and_escalates_on_anything_else() {
     for (label, reply) in [
         ("ESCALATE", Reply::text("ESCALATE")),
         ("garbage", Reply::text("Sure! Looks fine to me, go ahead.")),
-        ("nothing", Reply::text("APPROVE").delay(Duration::from_secs(4))),
+        (
+            "nothing",
+            Reply::text("APPROVE").delay(Duration::from_secs(4)),
+        ),
     ] {
         let (result, review, survived, _) = smart_run(reply, cmd);
         assert!(review.is_some(), "{label}: the reviewer was asked");
-        assert!(survived, "{label}: escalated, and -z has no one to ask: {result}");
+        assert!(
+            survived,
+            "{label}: escalated, and -z has no one to ask: {result}"
+        );
         assert!(result.contains("--yolo"), "{label}: {result}");
     }
 }
@@ -189,4 +212,53 @@ fn smart_approval_never_reviews_the_floor() {
     assert!(result.contains("hardline"), "{result}");
     // The turn went on with the scripted reply meant for the review.
     assert_eq!(requests, 2);
+}
+
+#[test]
+fn child_agent_refuses_unless_configured() {
+    for allow in [false, true] {
+        let env = TestEnv::new();
+        if allow {
+            env.config("delegation:\n  subagent_auto_approve: true\n");
+        }
+        let victim = env.write("build/keep.txt", "precious\n");
+        let mock = MockLlm::with_script([
+            Reply::tool_call(
+                "d1",
+                "delegate_task",
+                json!({"goal": "zeta: clean the build"}),
+            ),
+            Reply::text("Parent done."),
+        ]);
+        mock.push_for(
+            "zeta: clean the build",
+            Reply::tool_call("c1", "terminal", json!({"command": GENERATED})),
+        );
+        mock.push_for("zeta: clean the build", Reply::text("child done"));
+        let out = env
+            .cmd(&mock.base_url())
+            .args(["-z", "delegate it"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let child_result = mock
+            .requests()
+            .iter()
+            .filter(|r| r.to_string().contains("zeta: clean the build"))
+            .flat_map(|r| r["messages"].as_array().cloned().unwrap_or_default())
+            .filter(|m| m["role"] == "tool" && m["tool_call_id"] == "c1")
+            .filter_map(|m| m["content"].as_str().map(str::to_string))
+            .next_back()
+            .unwrap_or_default();
+        if allow {
+            assert!(!victim.exists(), "allowed for children: {child_result}");
+        } else {
+            assert!(victim.exists(), "{child_result}");
+            assert!(child_result.contains("child agent"), "{child_result}");
+            assert!(
+                child_result.contains("delegation.subagent_auto_approve"),
+                "{child_result}"
+            );
+        }
+    }
 }

@@ -76,11 +76,11 @@ fn run_all(
         .collect()
 }
 
-fn config(env: &TestEnv) {
+fn config(env: &TestEnv, backend: &str) {
     // Many refusals in a row are the point here, not a loop to stop.
-    env.config(
-        "agent:\n  max_turns: 60\ntool_loop_guardrails:\n  warnings_enabled: false\n  hard_stop_enabled: false\n",
-    );
+    env.config(&format!(
+        "agent:\n  max_turns: 60\ntool_loop_guardrails:\n  warnings_enabled: false\n  hard_stop_enabled: false\nterminal:\n  backend: {backend}\n"
+    ));
 }
 
 /// Benign commands: they must run (whatever their exit code).
@@ -313,7 +313,7 @@ fn prepare_workdir(env: &TestEnv) -> Vec<PathBuf> {
 #[test]
 fn benign_run_dangerous_and_unverifiable_are_refused_in_oneshot() {
     let env = TestEnv::new();
-    config(&env);
+    config(&env, "local");
     let victims = prepare_workdir(&env);
     let fake_home = tempfile::tempdir().unwrap();
     std::fs::write(fake_home.path().join(".bashrc"), "# rc\n").unwrap();
@@ -386,7 +386,9 @@ fn install_shims(bin: &Path, marker: &Path) {
 #[test]
 fn floor_is_refused_even_with_yolo() {
     let env = TestEnv::new();
-    config(&env);
+    // The local backend, so the shims and the fake home outside the working dir are what a
+    // command would reach: this tests the classifier, the sandbox is the second line.
+    config(&env, "local");
     let root = tempfile::tempdir().unwrap();
     let home = root.path().join("home/user");
     std::fs::create_dir_all(home.join("project")).unwrap();

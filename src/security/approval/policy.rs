@@ -333,7 +333,10 @@ mod tests {
             api_server_allows: true,
             ..Policy::default()
         };
-        assert_eq!(decide(&facts(RunMode::ApiServer, &api, &d)), Decision::Allow);
+        assert_eq!(
+            decide(&facts(RunMode::ApiServer, &api, &d)),
+            Decision::Allow
+        );
         assert!(matches!(
             decide(&facts(RunMode::Child, &api, &d)),
             Decision::Refuse(Refusal::NoOneToAsk(RunMode::Child))
