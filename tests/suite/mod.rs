@@ -30,3 +30,4 @@ pub mod session_search_e2e;
 pub mod sessions_compat;
 pub mod skills_e2e;
 pub mod spend;
+pub mod terminal_backends;
