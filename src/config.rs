@@ -154,6 +154,22 @@ impl EnvVars {
     }
 }
 
+impl EnvVars {
+    /// The (name, value) pairs whose name says they hold a secret (`*_API_KEY`, `*_TOKEN`,
+    /// `*_SECRET`, `*PASSWORD*`, …): values memory refuses to store.
+    pub fn secrets(&self) -> Vec<(String, String)> {
+        const MARKS: &[&str] = &["KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"];
+        self.0
+            .iter()
+            .filter(|(k, v)| {
+                let upper = k.to_ascii_uppercase();
+                !v.is_empty() && MARKS.iter().any(|m| upper.contains(m))
+            })
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+}
+
 impl fmt::Debug for EnvVars {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "EnvVars({} vars)", self.0.len())
