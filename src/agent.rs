@@ -6,19 +6,20 @@
 //! is spent, one tool-less call asks for a summary. Cancellation aborts the in-flight request or
 //! tools, records what happened, and leaves every tool call answered so the session resumes.
 
-pub mod background;
 pub mod budget;
+pub mod child;
 mod compaction;
 pub mod compressor;
 pub mod credentials;
+mod delegation;
 mod event_prompt;
 pub mod events;
 pub mod extension;
 pub mod failover;
 pub mod loop_guard;
 pub mod prompt;
-pub mod session_counts;
 pub mod spend;
+pub mod started_calls;
 mod stream;
 
 use std::path::PathBuf;
@@ -28,9 +29,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::turn::{TurnExtension, TurnInfo};
 pub use budget::IterationBudget;
 pub use events::AgentEvent;
-pub use extension::{TurnExtension, TurnInfo};
 
 use compressor::{ContextCompressor, Trigger};
 use event_prompt::EventPrompt;
@@ -45,8 +46,10 @@ use crate::llm::{
 };
 use crate::security::approval::{ApprovalGate, ApprovalPrompt, NoPrompt};
 use crate::sessions::{NewSession, SessionRow, SessionStore, StoreError};
+use crate::skills::SkillStore;
 use crate::tools::registry::ToolsetError;
-use crate::tools::{SessionScratch, ToolContext, ToolOutput, ToolRegistry};
+use crate::tools::{AgentRole, SessionScratch, ToolContext, ToolOutput, ToolRegistry};
+use crate::turn::Admission;
 
 /// Sent (not persisted) when the iteration budget is spent, asking for a final summary.
 const BUDGET_SUMMARY_REQUEST: &str = "[The tool-call budget for this turn is used up. Do not call any more tools. Reply now with a summary of what you found and did, and what is still left to do.]";
@@ -75,21 +78,54 @@ pub enum AgentError {
     Internal(String),
 }
 
-/// Shared stores and configuration; one per process, shared by every agent (and child agents).
+/// The process's state, shared by every agent (and child agents). There are no process-global
+/// statics for any of it: a test can build two `Services` side by side.
 pub struct Services {
     pub config: Arc<Config>,
     pub store: Arc<SessionStore>,
     /// Subsystems that take part in every turn (memory, skills, ...).
     pub extensions: Vec<Arc<dyn TurnExtension>>,
+    /// The skill store; its parse cache serves the prompt build and the skills tools.
+    pub skills: SkillStore,
+    /// Every tool linked into the binary, discovered once; sessions select theirs from it.
+    pub tools: ToolRegistry,
+    /// auth.json, read once and re-read only when the file changes.
+    pub credentials: credentials::AuthFile,
+    /// The line background reviews join (at most 2 running, 8 admitted).
+    pub reviews: Admission,
+    /// Child agents running now (reviews, delegation); front ends wait for them at exit.
+    pub children: child::Children,
 }
 
 impl Services {
     pub fn new(config: Arc<Config>, store: Arc<SessionStore>) -> Self {
         Services {
+            skills: SkillStore::from_config(&config),
+            tools: ToolRegistry::discover(),
+            credentials: credentials::AuthFile::new(config.home.root().join("auth.json")),
+            reviews: Admission::default(),
+            children: child::Children::default(),
             config,
             store,
             extensions: Vec::new(),
         }
+    }
+
+    /// Builds a session's frozen system prompt off the async runtime (it scans the skill tree
+    /// and reads SOUL.md, memory and the project's context file).
+    pub async fn build_prompt(
+        &self,
+        cwd: &std::path::Path,
+        tool_names: &[&str],
+    ) -> Result<String, AgentError> {
+        let inputs = prompt::PromptInputs::current(cwd, tool_names);
+        let (config, skills) = (self.config.clone(), self.skills.clone());
+        crate::util::offload::offload("build the system prompt", move || {
+            prompt::build_system_prompt_with(&config, &skills, &inputs)
+        })
+        .await
+        .map_err(|e| AgentError::Internal(e.to_string()))?
+        .map_err(AgentError::from)
     }
 }
 
@@ -149,9 +185,16 @@ pub struct Agent {
     caps: spend::SpendCaps,
     /// The session whose ledger pays for this agent's calls (the parent's, for a background fork).
     ledger_session: String,
+    /// The session whose spend caps this agent's calls obey (with its children's spend): its
+    /// own, or its parent's for a child.
+    cap_session: String,
     /// Key rotation and provider fallback.
     failover: Failover,
     compressor: ContextCompressor,
+    /// The user's agent, or which kind of child.
+    role: AgentRole,
+    /// Agents above this one (0 for the user's agent).
+    depth: u32,
 }
 
 impl Agent {
@@ -161,10 +204,10 @@ impl Agent {
         client: Arc<dyn LlmClient>,
         options: AgentOptions,
     ) -> Result<Self, AgentError> {
-        let tools = ToolRegistry::for_config(&services.config, &options.toolsets)?;
-        let inputs = prompt::PromptInputs::current(&options.cwd, &tools.names());
-        let system_prompt = prompt::build_system_prompt(&services.config, &inputs)?;
-        let (failover, rekeyed) = Failover::new(&services.config, client.provider()).await;
+        let tools = services.tools.select(&services.config, &options.toolsets)?;
+        let system_prompt = services.build_prompt(&options.cwd, &tools.names()).await?;
+        let (failover, rekeyed) =
+            Failover::new(&services.config, &services.credentials, client.provider()).await;
         let client = rekeyed.unwrap_or(client);
         let provider = client.provider().clone();
         let new = NewSession {
@@ -199,13 +242,14 @@ impl Agent {
         session: SessionRow,
         options: AgentOptions,
     ) -> Result<Self, AgentError> {
-        let tools = ToolRegistry::for_config(&services.config, &options.toolsets)?;
+        let tools = services.tools.select(&services.config, &options.toolsets)?;
         let id = session.id.clone();
         let stored = db(&services.store, move |s| s.messages(&id)).await?;
         let mut history: Vec<Message> = stored.into_iter().map(|m| m.message).collect();
         // A crash between a tool call and its result leaves the call unanswered; providers
         // reject such a history, so the missing results are recorded now.
-        for result in unanswered_calls(&history) {
+        let started = started_calls::take(services.config.home.root(), &session.id);
+        for result in unanswered_calls(&history, &started) {
             let (id, msg) = (session.id.clone(), result.clone());
             db(&services.store, move |s| s.append_message(&id, &msg)).await?;
             history.push(result);
@@ -215,8 +259,7 @@ impl Agent {
             None => {
                 // A session row without a prompt (e.g. written by a crash before the prompt was
                 // stored): build one now and freeze it from here on.
-                let inputs = prompt::PromptInputs::current(&options.cwd, &tools.names());
-                let p = prompt::build_system_prompt(&services.config, &inputs)?;
+                let p = services.build_prompt(&options.cwd, &tools.names()).await?;
                 let (id, text) = (session.id.clone(), p.clone());
                 db(&services.store, move |s| s.set_system_prompt(&id, &text)).await?;
                 p
@@ -224,7 +267,8 @@ impl Agent {
         };
         let id = session.id.clone();
         db(&services.store, move |s| s.reopen_session(&id)).await?;
-        let (failover, rekeyed) = Failover::new(&services.config, client.provider()).await;
+        let (failover, rekeyed) =
+            Failover::new(&services.config, &services.credentials, client.provider()).await;
         let client = rekeyed.unwrap_or(client);
         let store = services.store.clone();
         let mut agent = Self::assemble(
@@ -270,11 +314,8 @@ impl Agent {
         let retry = RetryPolicy::from_config(config);
         let prices = spend::PriceTable::from_raw(&config.raw);
         let caps = spend::SpendCaps::from_raw(&config.raw);
-        // A fork's session id is `<parent>-fork`; its spend is the parent's.
-        let ledger_session = session_id
-            .strip_suffix("-fork")
-            .unwrap_or(&session_id)
-            .to_string();
+        // A child pays into its parent's row or its own; `child.rs` sets that.
+        let ledger_session = session_id.clone();
         let tool_schemas = tools.schemas();
         let compressor = ContextCompressor::new(compressor::CompressorConfig::from_config(
             config,
@@ -283,6 +324,7 @@ impl Agent {
         Agent {
             services,
             client,
+            cap_session: session_id.clone(),
             session_id,
             system_prompt,
             history,
@@ -298,6 +340,8 @@ impl Agent {
             ledger_session,
             failover,
             compressor,
+            role: AgentRole::Primary,
+            depth: 0,
         }
     }
 
@@ -331,7 +375,12 @@ impl Agent {
     pub async fn set_client(&mut self, client: Arc<dyn LlmClient>) -> Result<(), AgentError> {
         let (id, model) = (self.session_id.clone(), client.provider().model.clone());
         db(&self.services.store, move |s| s.set_model(&id, &model)).await?;
-        let (failover, rekeyed) = Failover::new(&self.services.config, client.provider()).await;
+        let (failover, rekeyed) = Failover::new(
+            &self.services.config,
+            &self.services.credentials,
+            client.provider(),
+        )
+        .await;
         self.failover = failover;
         self.client = rekeyed.unwrap_or(client);
         Ok(())
@@ -470,6 +519,9 @@ impl Agent {
             for (call, output) in calls.iter().zip(&outputs) {
                 self.persist(Message::tool_result(call, output.content.clone()))
                     .await?;
+            }
+            if !self.options.ephemeral {
+                started_calls::clear(self.services.config.home.root(), &self.session_id);
             }
             for ext in &self.services.extensions {
                 ext.after_iteration(&info, &calls, &outputs);
@@ -673,11 +725,19 @@ impl Agent {
         }
         let projected = spend::estimate_prompt_tokens(request);
         let (caps, prices) = (self.caps.clone(), self.prices.clone());
-        let (id, model) = (self.ledger_session.clone(), request.model.clone());
+        let (id, model) = (self.cap_session.clone(), request.model.clone());
         let verdict = db(&self.services.store, move |s| {
-            let Some(row) = s.session(&id)? else {
+            let Some(mut row) = s.session(&id)? else {
                 return Ok(Ok(()));
             };
+            // Caps count the session's delegated children too.
+            for child in s.child_sessions(&id)? {
+                row.input_tokens += child.input_tokens;
+                row.output_tokens += child.output_tokens;
+                if let Some(c) = child.estimated_cost_usd {
+                    row.estimated_cost_usd = Some(row.estimated_cost_usd.unwrap_or(0.0) + c);
+                }
+            }
             caps.check(s, &row, &prices, &model, projected)
         })
         .await;
@@ -711,6 +771,17 @@ impl Agent {
             approvals: self.approvals.clone(),
             prompt: prompt.clone(),
             scratch: self.scratch.clone(),
+            skills: self.services.skills.clone(),
+            role: self.role,
+            depth: self.depth,
+            delegator: Some(Arc::new(delegation::AgentDelegator {
+                services: self.services.clone(),
+                parent: self.parent_link(cancel.child_token()),
+                parent_tools: self.tools.names(),
+                parent_toolsets: self.options.toolsets.clone(),
+                parent_yolo: self.options.yolo,
+                events: events.clone(),
+            })),
         };
         let run_one = |call: &ToolCall| {
             let ctx = ctx.clone();
@@ -724,7 +795,12 @@ impl Agent {
                 let started = Instant::now();
                 let output = if ctx.cancel.is_cancelled() {
                     interrupted_output()
+                } else if let Some(refusal) = self.refusal(&call.name) {
+                    refusal
                 } else {
+                    if !self.options.ephemeral {
+                        started_calls::mark(ctx.config.home.root(), &ctx.session_id, &call.id);
+                    }
                     self.tools.dispatch(&call, &ctx).await
                 };
                 let _ = events.send(AgentEvent::ToolEnd {
@@ -761,8 +837,36 @@ impl Agent {
     }
 }
 
-/// "Not run" results for the tool calls of the last assistant message that have none.
-fn unanswered_calls(history: &[Message]) -> Vec<Message> {
+impl Agent {
+    /// A child that forked its parent's conversation sees the parent's whole tools array but may
+    /// only use its own toolsets: any other tool is refused here, when it is called.
+    fn refusal(&self, name: &str) -> Option<ToolOutput> {
+        if self.tools.get(name).is_some() || !self.tool_schemas.iter().any(|t| t.name == name) {
+            return None;
+        }
+        let who = match self.role {
+            AgentRole::SkillReview => "the background skill review",
+            AgentRole::MemoryReview => "the background memory review",
+            AgentRole::Delegate => "this delegated task",
+            AgentRole::Primary => "this session",
+        };
+        Some(ToolOutput {
+            content: crate::tools::registry::error_json(&format!(
+                "`{name}` is not available to {who}; it may only use: {}",
+                self.tools.names().join(", ")
+            )),
+            is_error: true,
+            fatal: false,
+        })
+    }
+}
+
+/// Results for the tool calls of the last assistant message that have none: "killed while
+/// running" for those in `started`, "not run" for the others.
+fn unanswered_calls(
+    history: &[Message],
+    started: &std::collections::HashSet<String>,
+) -> Vec<Message> {
     let Some(at) = history
         .iter()
         .rposition(|m| m.role == Role::Assistant && !m.tool_calls.is_empty())
@@ -782,12 +886,12 @@ fn unanswered_calls(history: &[Message]) -> Vec<Message> {
         .iter()
         .filter(|c| !answered.contains(&c.id.as_str()))
         .map(|c| {
-            Message::tool_result(
-                c,
-                crate::tools::registry::error_json(
-                    "not run: the session stopped before this call finished",
-                ),
-            )
+            let text = if started_calls::was_started(started, &c.id) {
+                started_calls::KILLED_TEXT
+            } else {
+                "not run: the session stopped before this call started"
+            };
+            Message::tool_result(c, crate::tools::registry::error_json(text))
         })
         .collect()
 }
@@ -856,15 +960,26 @@ mod tests {
             Message::assistant(None, vec![call("a"), call("b")]),
         ];
         history.push(Message::tool_result(&call("a"), "done"));
-        let fixed = unanswered_calls(&history);
+        let none = std::collections::HashSet::new();
+        let fixed = unanswered_calls(&history, &none);
         assert_eq!(fixed.len(), 1);
         assert_eq!(fixed[0].tool_call_id.as_deref(), Some("b"));
+        assert!(fixed[0].content.as_deref().unwrap().contains("not run"));
+        let started = std::collections::HashSet::from(["b".to_string()]);
+        let killed = unanswered_calls(&history, &started);
+        assert!(
+            killed[0]
+                .content
+                .as_deref()
+                .unwrap()
+                .contains(started_calls::KILLED_TEXT)
+        );
         // Answered, or followed by later conversation: nothing to repair here.
         history.extend(fixed);
-        assert!(unanswered_calls(&history).is_empty());
+        assert!(unanswered_calls(&history, &none).is_empty());
         history.push(Message::user("next"));
         history.insert(2, Message::user("odd"));
-        assert!(unanswered_calls(&history).is_empty());
+        assert!(unanswered_calls(&history, &none).is_empty());
     }
 
     #[test]

@@ -5,9 +5,14 @@
 //! names the key and the file (a typo must not be silently ignored); sections only Python Hermes
 //! uses are accepted and left alone, so an existing `~/.hermes` keeps working.
 
+pub mod delegation;
 pub mod home;
+pub mod model_limits;
+pub mod security;
+pub mod terminal;
 
 pub use home::HermesHome;
+pub use security::SecurityConfig;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -79,6 +84,8 @@ pub struct TerminalConfig {
     /// Default foreground timeout in seconds.
     pub timeout: u64,
     pub cwd: String,
+    /// Backend, limits, network, environment (`config/terminal.rs`).
+    pub exec: terminal::ExecSettings,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -191,6 +198,9 @@ pub struct Config {
     pub file_read_max_chars: usize,
     pub context_file_max_chars: Option<usize>,
     pub env: EnvVars,
+    /// Timeouts and answer cap of one model call (`agent.request_timeout`, ...).
+    pub model_limits: model_limits::ModelLimits,
+    pub security: SecurityConfig,
     /// The whole document after `${VAR}` expansion, for later subsystems' sections.
     pub raw: Value,
 }
@@ -209,6 +219,7 @@ impl Config {
             terminal: TerminalConfig {
                 timeout: 180,
                 cwd: ".".to_string(),
+                exec: terminal::ExecSettings::default(),
             },
             approvals: ApprovalsConfig {
                 mode: ApprovalMode::Manual,
@@ -225,6 +236,8 @@ impl Config {
             file_read_max_chars: 100_000,
             context_file_max_chars: None,
             env,
+            model_limits: model_limits::ModelLimits::default(),
+            security: SecurityConfig::default(),
             raw: Value::Null,
         }
     }
@@ -332,6 +345,7 @@ fn apply(
         if let Some(v) = typed::<u32>(agent, "agent", "api_max_retries", path)? {
             config.agent.api_max_retries = v;
         }
+        config.model_limits = model_limits::ModelLimits::from_agent_section(agent, path)?;
     }
     if let Some(v) = typed_top::<Vec<String>>(map, "toolsets", path)? {
         config.toolsets = v;
@@ -343,6 +357,7 @@ fn apply(
         if let Some(v) = typed::<String>(terminal, "terminal", "cwd", path)? {
             config.terminal.cwd = v;
         }
+        terminal::apply(&mut config.terminal.exec, terminal, path)?;
     }
     if let Some(approvals) = section(map, "approvals", path)? {
         if let Some(mode) = approvals.get("mode") {
@@ -400,6 +415,7 @@ fn apply(
     if let Some(v) = typed_top::<usize>(map, "context_file_max_chars", path)? {
         config.context_file_max_chars = Some(v);
     }
+    config.security = security::parse(map, &config.env, path)?;
     Ok(())
 }
 
@@ -605,6 +621,9 @@ const KNOWN_AGENT: &[&str] = &[
     "reasoning_effort",
     "service_tier",
     "max_tokens",
+    "request_timeout",
+    "stream_idle_timeout",
+    "max_answer_mb",
 ];
 
 const KNOWN_TERMINAL: &[&str] = &[
@@ -632,6 +651,12 @@ const KNOWN_TERMINAL: &[&str] = &[
     "ssh_port",
     "ssh_key",
     "lifetime_seconds",
+    // hermes (Rust) additions
+    "network",
+    "max_processes",
+    "max_memory_mb",
+    "max_file_size_mb",
+    "writable_paths",
 ];
 
 const KNOWN_APPROVALS: &[&str] = &[

@@ -10,11 +10,13 @@ pub mod config;
 pub mod gateway;
 pub mod llm;
 pub mod memory;
+pub mod panics;
 pub mod security;
 pub mod sessions;
 pub mod skills;
 pub mod template;
 pub mod tools;
+pub mod turn;
 pub mod util;
 
 pub use agent::Agent;

@@ -1,4 +1,8 @@
-//! Small helpers shared across subsystems: atomic file writes, text truncation.
+//! Small helpers shared across subsystems: atomic file writes, text truncation, the file lock
+//! with a timeout (`file_lock`) and the off-runtime helper for blocking work (`offload`).
+
+pub mod file_lock;
+pub mod offload;
 
 use std::io::Write;
 use std::path::Path;

@@ -6,7 +6,7 @@
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::agent::compressor::{Compaction, ContextCompressor, Trigger};
-use crate::agent::{Agent, AgentEvent, db, prompt};
+use crate::agent::{Agent, AgentEvent, db};
 use crate::llm::Message;
 
 impl Agent {
@@ -101,8 +101,11 @@ impl Agent {
     /// After a compaction the system prompt is rebuilt once (fresh memory, context files) and
     /// frozen again; if that fails the old prompt stays.
     async fn refreeze_prompt(&mut self) {
-        let inputs = prompt::PromptInputs::current(&self.options.cwd, &self.tools.names());
-        let fresh = match prompt::build_system_prompt(&self.services.config, &inputs) {
+        let fresh = match self
+            .services
+            .build_prompt(&self.options.cwd, &self.tools.names())
+            .await
+        {
             Ok(p) => p,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot rebuild the system prompt; keeping the old one");

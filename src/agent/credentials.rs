@@ -3,13 +3,21 @@
 //! (Python Hermes' `credential_pool` layout), so a restart never retries a key known to be dead
 //! or cooling down.
 
+mod auth_file;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value, json};
 
+pub use auth_file::AuthFile;
+use auth_file::read_auth;
+
 use crate::llm::{FailoverReason, LlmError};
+use crate::util::file_lock::FileLock;
 
 /// Cooldown after a rate limit without a server-given reset time.
 const RATE_LIMIT_COOLDOWN: Duration = Duration::from_secs(3600);
@@ -17,6 +25,8 @@ const RATE_LIMIT_COOLDOWN: Duration = Duration::from_secs(3600);
 const AUTH_COOLDOWN: Duration = Duration::from_secs(300);
 /// Cooldown after a billing/quota failure.
 const BILLING_COOLDOWN: Duration = Duration::from_secs(3600);
+/// How long a write waits for another process holding auth.json's lock.
+const LOCK_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[derive(Debug, thiserror::Error)]
 pub enum CredentialError {
@@ -183,18 +193,23 @@ pub struct CredentialPool {
     current: usize,
     /// Consecutive rate limits on the current key.
     rate_limit_streak: u32,
+    /// Persistence runs off the runtime and may finish out of order: each write carries a
+    /// generation, and a write older than the last one written is skipped.
+    generation: u64,
+    written: Arc<AtomicU64>,
 }
 
 impl CredentialPool {
     /// Loads the pool of `provider` from auth.json and adds the `seeds` (keys from flags,
     /// config.yaml and the environment, best first) that are not in it yet, ahead of it.
     pub fn load(
-        auth_path: &Path,
+        auth: &AuthFile,
         provider: &str,
         seeds: &[Seed<'_>],
         strategy: Strategy,
     ) -> Result<Self, CredentialError> {
-        let doc = read_auth(auth_path)?;
+        let doc = auth.document()?;
+        let auth_path = auth.path();
         let mut entries: Vec<PooledCredential> = doc["credential_pool"][provider]
             .as_array()
             .map(|list| {
@@ -228,6 +243,8 @@ impl CredentialPool {
             entries,
             current: 0,
             rate_limit_streak: 0,
+            generation: 0,
+            written: Arc::new(AtomicU64::new(0)),
         };
         if let Some(i) = pool.pick(None) {
             pool.current = i;
@@ -305,9 +322,7 @@ impl CredentialPool {
             e.last_error_message = Some(crate::util::truncate_chars(&err.body, 300).to_string());
             tracing::warn!(key = %e.hint(), status = %e.status, reason = %err.reason, "credential marked");
         }
-        if let Err(e) = self.persist() {
-            tracing::warn!(error = %e, "cannot persist the credential pool");
-        }
+        self.persist();
         match self.pick(Some(self.current)) {
             Some(i) => {
                 self.current = i;
@@ -363,10 +378,51 @@ impl CredentialPool {
         })
     }
 
-    /// Writes this provider's entries into auth.json, keeping everything else in the file,
-    /// under an exclusive lock so concurrent processes do not lose each other's changes.
-    fn persist(&self) -> Result<(), CredentialError> {
-        let _lock = FileLock::acquire(&self.path.with_extension("json.lock"))?;
+    /// Writes this provider's entries into auth.json off the async runtime (a held lock or a
+    /// slow disk must not stall other chats); failures are logged.
+    fn persist(&mut self) {
+        self.generation += 1;
+        let write = PoolWrite {
+            path: self.path.clone(),
+            provider: self.provider.clone(),
+            entries: self
+                .entries
+                .iter()
+                .map(|e| (e.api_key.clone(), e.to_json(&self.provider)))
+                .collect(),
+            generation: self.generation,
+            written: self.written.clone(),
+        };
+        crate::util::offload::offload_detached("persist the credential pool", move || {
+            if let Err(e) = write.apply() {
+                tracing::warn!(error = %e, "cannot persist the credential pool");
+            }
+        });
+    }
+}
+
+/// One snapshot of a pool to merge into auth.json.
+struct PoolWrite {
+    path: PathBuf,
+    provider: String,
+    entries: Vec<(String, Value)>,
+    generation: u64,
+    written: Arc<AtomicU64>,
+}
+
+impl PoolWrite {
+    /// Merges the entries into the file, keeping everything else in it, under an exclusive lock
+    /// so concurrent processes do not lose each other's changes.
+    fn apply(self) -> Result<(), CredentialError> {
+        let lock_path = self.path.with_extension("json.lock");
+        let _lock =
+            FileLock::acquire(&lock_path, LOCK_TIMEOUT).map_err(|e| CredentialError::Write {
+                path: self.path.clone(),
+                message: e.to_string(),
+            })?;
+        if self.written.fetch_max(self.generation, Ordering::SeqCst) > self.generation {
+            return Ok(());
+        }
         let mut doc = read_auth(&self.path)?;
         if !doc.is_object() {
             doc = json!({});
@@ -380,9 +436,7 @@ impl CredentialPool {
             .into_iter()
             .filter_map(|v| Some((v["access_token"].as_str()?.to_string(), v)))
             .collect();
-        for e in &self.entries {
-            merged.insert(e.api_key.clone(), e.to_json(&self.provider));
-        }
+        merged.extend(self.entries);
         if !doc["credential_pool"].is_object() {
             doc["credential_pool"] = json!({});
         }
@@ -402,21 +456,6 @@ impl CredentialPool {
     }
 }
 
-fn read_auth(path: &Path) -> Result<Value, CredentialError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) if text.trim().is_empty() => Ok(json!({})),
-        Ok(text) => serde_json::from_str(&text).map_err(|e| CredentialError::Read {
-            path: path.to_path_buf(),
-            message: format!("not valid JSON ({e}); fix or remove the file"),
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(json!({})),
-        Err(e) => Err(CredentialError::Read {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        }),
-    }
-}
-
 fn restrict_permissions(path: &Path) {
     use std::os::unix::fs::PermissionsExt;
     let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
@@ -431,35 +470,6 @@ fn now() -> f64 {
 
 fn short_id() -> String {
     format!("{:06x}", rand::random::<u32>() & 0xff_ffff)
-}
-
-/// An exclusive `flock` held until dropped.
-struct FileLock {
-    _file: std::fs::File,
-}
-
-impl FileLock {
-    fn acquire(path: &Path) -> Result<Self, CredentialError> {
-        use std::os::fd::AsRawFd;
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path)
-            .map_err(|e| CredentialError::Write {
-                path: path.to_path_buf(),
-                message: e.to_string(),
-            })?;
-        // SAFETY: flock on a descriptor we own; released when the file is closed.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
-        if rc != 0 {
-            return Err(CredentialError::Write {
-                path: path.to_path_buf(),
-                message: std::io::Error::last_os_error().to_string(),
-            });
-        }
-        Ok(FileLock { _file: file })
-    }
 }
 
 #[cfg(test)]
@@ -482,7 +492,7 @@ mod tests {
             json!({"credential_pool": {"custom": entries}, "other": 1}).to_string(),
         )
         .unwrap();
-        CredentialPool::load(&path, "custom", &[], Strategy::FillFirst).unwrap()
+        CredentialPool::load(&AuthFile::new(&path), "custom", &[], Strategy::FillFirst).unwrap()
     }
 
     #[test]
@@ -500,7 +510,7 @@ mod tests {
         );
         // A new process sees the cooldown and starts on the second key.
         let again = CredentialPool::load(
-            &dir.path().join("auth.json"),
+            &AuthFile::new(dir.path().join("auth.json")),
             "custom",
             &[],
             Strategy::FillFirst,
@@ -522,7 +532,7 @@ mod tests {
             PoolAction::Rotate("k-good".into())
         );
         let again = CredentialPool::load(
-            &dir.path().join("auth.json"),
+            &AuthFile::new(dir.path().join("auth.json")),
             "custom",
             &[Seed {
                 key: "k-dead",
@@ -568,7 +578,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("auth.json");
         let pool = CredentialPool::load(
-            &path,
+            &AuthFile::new(&path),
             "openai",
             &[
                 Seed {
@@ -590,7 +600,8 @@ mod tests {
             "the resolved key comes first"
         );
         std::fs::write(&path, "{not json").unwrap();
-        let e = CredentialPool::load(&path, "openai", &[], Strategy::FillFirst).unwrap_err();
+        let e = CredentialPool::load(&AuthFile::new(&path), "openai", &[], Strategy::FillFirst)
+            .unwrap_err();
         assert!(e.to_string().contains("auth.json"), "{e}");
     }
 }

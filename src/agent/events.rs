@@ -58,4 +58,14 @@ pub enum AgentEvent {
     Usage(Usage),
     /// The iteration budget ran out; a final summary is being requested.
     BudgetExhausted { used: u32 },
+    /// What a delegated child is doing now (one line per child, replaced as it goes), and its
+    /// status once it ended.
+    ChildProgress {
+        /// The task's index in its `delegate_task` batch.
+        task: usize,
+        goal: String,
+        line: String,
+        /// `completed | failed | timeout | stalled | cancelled` once the child ended.
+        status: Option<&'static str>,
+    },
 }

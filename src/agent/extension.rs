@@ -1,111 +1,41 @@
-//! `TurnExtension`: the seam through which memory, skills and other subsystems take part in a
-//! turn without living inside the loop. The agent calls every registered extension at fixed
-//! points; an extension that fails or is slow must never fail or block the user's turn.
+//! How the agent drives the `TurnExtension`s (`crate::turn`): context before a turn, a look at
+//! each tool round, and after a turn the background reviews they ask for, which the agent runs
+//! as forks of this conversation through the child API (`child.rs`).
 
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::time::Duration;
 
-use crate::agent::{
-    Agent, AgentError, AgentOptions, BEFORE_TURN_TIMEOUT, Services, TurnOutcome, db,
-};
-use crate::llm::{LlmClient, Message, ToolCall};
-use crate::tools::{ToolOutput, ToolRegistry};
+use tokio_util::sync::CancellationToken;
 
-/// What an extension may look at during a turn.
-#[derive(Clone)]
-pub struct TurnInfo {
-    pub services: Arc<Services>,
-    /// The client of the parent agent (a background review uses the same provider and model).
-    pub client: Arc<dyn LlmClient>,
-    pub session_id: String,
-    /// `sessions.source` of the agent (`cli`, `telegram`, `subagent`, ...).
-    pub source: String,
-    /// The frozen system prompt of the session.
-    pub system_prompt: String,
-    /// The user's text for this turn.
-    pub user_text: String,
-    /// True for background/ephemeral agents: extensions must not start more background work.
-    pub ephemeral: bool,
-}
+use crate::agent::child::{ChildSpec, ChildStart, ParentLink};
+use crate::agent::{Agent, AgentError, BEFORE_TURN_TIMEOUT, TurnOutcome, db};
+use crate::tools::AgentRole;
+use crate::turn::{ReviewRequest, TurnInfo};
 
-#[async_trait::async_trait]
-pub trait TurnExtension: Send + Sync {
-    /// A short name for logs.
-    fn name(&self) -> &'static str;
+/// A background review ends after this long, whatever it is doing.
+const REVIEW_TIMEOUT: Duration = Duration::from_secs(300);
+/// A background review whose model goes quiet this long is stopped.
+const REVIEW_STALL: Duration = Duration::from_secs(120);
 
-    /// Before the first model call of a turn. Returned text is appended to the API copy of the
-    /// user message (persisted in `messages.api_content`), never to its visible content.
-    /// The agent applies its own timeout; keep this fast.
-    async fn before_turn(&self, _info: &TurnInfo) -> Option<String> {
-        None
-    }
-
-    /// After each model call that produced tool calls, with the calls and their outputs.
-    fn after_iteration(&self, _info: &TurnInfo, _calls: &[ToolCall], _outputs: &[ToolOutput]) {}
-
-    /// After a turn completed with an answer (not after interrupted or failed turns).
-    /// `history` is the whole conversation including the final answer. Spawn background work
-    /// here; do not await it.
-    fn after_turn(&self, _info: &TurnInfo, _history: &[Message], _outcome: &TurnOutcome) {}
-}
-
-/// How the agent drives its extensions, and builds the background agents they use.
 impl Agent {
-    /// A background copy of this conversation that writes nothing to state.db: same client and
-    /// frozen prompt, its own budget, only `toolsets`, and no one to answer approvals.
-    pub fn fork_ephemeral(
-        &self,
-        toolsets: &[String],
-        max_iterations: u32,
-    ) -> Result<Self, AgentError> {
-        Self::ephemeral_from(
-            &self.turn_info(""),
-            self.history.clone(),
-            toolsets,
-            max_iterations,
-            self.options.cwd.clone(),
-        )
-    }
-
-    /// A background agent built from a turn's `TurnInfo` (what extensions have at hand).
-    pub fn ephemeral_from(
-        info: &TurnInfo,
-        history: Vec<Message>,
-        toolsets: &[String],
-        max_iterations: u32,
-        cwd: PathBuf,
-    ) -> Result<Self, AgentError> {
-        let tools = ToolRegistry::for_config(&info.services.config, toolsets)?;
-        let options = AgentOptions {
-            source: "subagent".to_string(),
-            cwd,
-            toolsets: toolsets.to_vec(),
-            max_iterations,
-            yolo: false,
-            interactive: false,
-            ephemeral: true,
-        };
-        Ok(Self::assemble(
-            info.services.clone(),
-            info.client.clone(),
-            crate::agent::failover::Failover::fixed(info.client.provider()),
-            options,
-            tools,
-            format!("{}-fork", info.session_id),
-            info.system_prompt.clone(),
-            history,
-        ))
-    }
-
     pub(crate) fn turn_info(&self, user_text: &str) -> TurnInfo {
         TurnInfo {
-            services: self.services.clone(),
-            client: self.client.clone(),
             session_id: self.session_id.clone(),
             source: self.options.source.clone(),
             system_prompt: self.system_prompt.clone(),
             user_text: user_text.to_string(),
-            ephemeral: self.options.ephemeral,
+            ephemeral: self.options.ephemeral || self.role != AgentRole::Primary,
+            reviews: self.services.reviews.clone(),
+        }
+    }
+
+    /// This agent as the parent of a child; `cancel` ends the child with the parent.
+    pub(crate) fn parent_link(&self, cancel: CancellationToken) -> ParentLink {
+        ParentLink {
+            session_id: self.cap_session.clone(),
+            client: self.client.clone(),
+            cwd: self.options.cwd.clone(),
+            depth: self.depth,
+            cancel,
         }
     }
 
@@ -141,9 +71,41 @@ impl Agent {
         Ok(())
     }
 
+    /// After a turn with an answer: every extension may ask for a background review.
     pub(crate) fn notify_turn_end(&self, info: &TurnInfo, turn: &TurnOutcome) {
         for ext in &self.services.extensions {
-            ext.after_turn(info, &self.history, turn);
+            if let Some(review) = ext.after_turn(info, &turn.text) {
+                self.start_review(review);
+            }
         }
+    }
+
+    /// Runs a review as a fork of this conversation: the same system prompt, tools array and
+    /// messages (a cache hit), the review's instructions next, only its toolsets usable. It is
+    /// not awaited and not cancelled by the next turn; its spend goes to this session.
+    pub fn start_review(&self, review: ReviewRequest) {
+        let spec = ChildSpec {
+            label: format!("{} of {}", review.name, self.session_id),
+            goal: review.instructions,
+            role: review.role,
+            toolsets: review.toolsets,
+            only_tools: None,
+            max_iterations: review.max_iterations,
+            timeout: Some(REVIEW_TIMEOUT),
+            stall_timeout: Some(REVIEW_STALL),
+            start: ChildStart::Fork {
+                system_prompt: self.system_prompt.clone(),
+                history: self.history.clone(),
+                tool_schemas: self.tool_schemas.clone(),
+            },
+            recorded: false,
+            yolo: false,
+            ticket: Some(review.ticket),
+        };
+        tracing::info!(session = %self.session_id, review = review.name, "background review started");
+        drop(
+            self.services
+                .spawn_child(self.parent_link(CancellationToken::new()), spec),
+        );
     }
 }

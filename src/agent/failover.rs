@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::agent::credentials::{CredentialPool, PoolAction, Seed, Strategy};
+use crate::agent::credentials::{AuthFile, CredentialPool, PoolAction, Seed, Strategy};
 use crate::config::Config;
 use crate::llm::provider::{self, ProviderFlags, ResolveInputs};
 use crate::llm::{FailoverReason, LlmClient, LlmError, Provider};
@@ -35,13 +35,16 @@ impl Failover {
     /// Loads the primary's credential pool and resolves `fallback_providers` (and the legacy
     /// `fallback_model`). Returns the failover and, when the pool starts on another key than the
     /// one resolved, the client to use instead.
-    pub async fn new(config: &Config, primary: &Provider) -> (Self, Option<Arc<dyn LlmClient>>) {
+    pub async fn new(
+        config: &Config,
+        auth: &AuthFile,
+        primary: &Provider,
+    ) -> (Self, Option<Arc<dyn LlmClient>>) {
         let pool_key = pool_key(primary);
         let strategy = config.raw["credential_pool_strategies"][&pool_key]
             .as_str()
             .map(Strategy::parse)
             .unwrap_or(Strategy::FillFirst);
-        let auth = config.home.root().join("auth.json");
         let extra = extra_keys(config, &primary.name);
         let mut seeds: Vec<Seed<'_>> = primary
             .api_key
@@ -53,7 +56,7 @@ impl Failover {
             .into_iter()
             .collect();
         seeds.extend(extra.iter().map(|(key, source)| Seed { key, source }));
-        let pool = match CredentialPool::load(&auth, &pool_key, &seeds, strategy) {
+        let pool = match CredentialPool::load(auth, &pool_key, &seeds, strategy) {
             Ok(p) if !p.is_empty() => Some(p),
             Ok(_) => None,
             Err(e) => {

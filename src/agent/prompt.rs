@@ -85,8 +85,23 @@ struct TemplateContext<'a> {
     date: &'a str,
 }
 
-/// Builds the system prompt for a new session.
+/// Builds the system prompt for a new session (with a skill store of its own).
 pub fn build_system_prompt(config: &Config, inputs: &PromptInputs) -> Result<String, PromptError> {
+    build_system_prompt_with(
+        config,
+        &crate::skills::SkillStore::from_config(config),
+        inputs,
+    )
+}
+
+/// Builds the system prompt with the process's skill store (its parse cache). Blocking: it
+/// reads SOUL.md, the skill tree, memory and the context file — call it off the runtime
+/// (`Services::build_prompt`).
+pub fn build_system_prompt_with(
+    config: &Config,
+    skills: &crate::skills::SkillStore,
+    inputs: &PromptInputs,
+) -> Result<String, PromptError> {
     let soul = std::fs::read_to_string(config.home.soul_path()).ok();
     let identity = soul
         .as_deref()
@@ -110,7 +125,7 @@ pub fn build_system_prompt(config: &Config, inputs: &PromptInputs) -> Result<Str
         hostname: inputs.hostname.as_deref(),
         cwd: inputs.cwd.display().to_string(),
         context_file: context_file.as_ref(),
-        skills_index: crate::skills::prompt_index(config, &inputs.tool_names),
+        skills_index: crate::skills::prompt_index(config, skills, &inputs.tool_names),
         memory_block: crate::memory::prompt_block(config, &inputs.tool_names),
         date: &inputs.date,
     };

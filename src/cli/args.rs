@@ -85,6 +85,11 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::cli::gateway_cmd::PairingCommand,
     },
+    /// Check the installation: state, terminal backend and which command limits apply.
+    Doctor {
+        #[arg(long)]
+        json: bool,
+    },
     /// Send one message to a chat, e.g. `hermes send telegram:123456 "done"`.
     Send {
         /// PLATFORM:CHAT_ID

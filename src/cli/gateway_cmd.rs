@@ -47,8 +47,8 @@ async fn serve(args: &RunArgs, config: Config, only: Option<String>) -> Result<u
     let shutdown = CancellationToken::new();
     let stop = shutdown.clone();
     tokio::spawn(async move {
-        wait_for_signal().await;
-        tracing::info!("gateway stopping on signal");
+        let signal = crate::cli::signals::stop_signal().await;
+        tracing::info!(signal, "gateway stopping on signal");
         stop.cancel();
     });
     eprintln!(
@@ -62,21 +62,6 @@ async fn serve(args: &RunArgs, config: Config, only: Option<String>) -> Result<u
         }
         Err(e) => Err(CliError::Setup(format!("gateway stopped: {e}"))),
     }
-}
-
-async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-            return;
-        }
-    }
-    let _ = tokio::signal::ctrl_c().await;
 }
 
 fn status(config: &Config, json: bool) -> Result<u8, CliError> {

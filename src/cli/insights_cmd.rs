@@ -58,6 +58,23 @@ fn render(i: &Insights, days: u32) -> String {
             .collect();
         out.push_str(&format!("\nby source: {}\n", sources.join(" · ")));
     }
+    if !i.children.is_empty() {
+        out.push_str(&format!(
+            "\ndelegated children ({}, included in the totals):\n",
+            i.children.len()
+        ));
+        for c in &i.children {
+            out.push_str(&format!(
+                "  {} (parent {})  {:>4} calls  {:>9} in  {:>8} out  ${:.4}\n",
+                c.session_id,
+                c.parent_session_id,
+                c.api_calls,
+                c.input_tokens,
+                c.output_tokens,
+                c.estimated_cost_usd
+            ));
+        }
+    }
     if !i.top_tools.is_empty() {
         let tools: Vec<String> = i
             .top_tools

@@ -180,12 +180,14 @@ pub fn slash_text(config: &Config, which: Option<&str>) -> String {
     }
 }
 
-/// At exit: gives background memory reviews a bounded time to finish.
-pub fn finish_reviews(runtime: &tokio::runtime::Runtime, announce: bool) {
-    if announce && crate::memory::MemoryManager::pending_reviews() > 0 {
-        eprintln!("finishing a background memory review…");
+/// At exit: gives background reviews (and any other child agent) a bounded time to finish.
+pub fn finish_reviews(
+    runtime: &tokio::runtime::Runtime,
+    services: &crate::agent::Services,
+    announce: bool,
+) {
+    if announce && services.children.running() > 0 {
+        eprintln!("finishing a background review…");
     }
-    runtime.block_on(crate::memory::MemoryManager::wait_for_reviews(
-        crate::memory::manager::EXIT_WAIT,
-    ));
+    runtime.block_on(services.children.wait_idle(crate::agent::child::EXIT_WAIT));
 }

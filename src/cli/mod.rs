@@ -2,6 +2,7 @@
 //! It talks to the agent only through `Agent`'s API and the `AgentEvent` stream.
 
 pub mod args;
+pub mod doctor;
 pub mod gateway_cmd;
 pub mod insights_cmd;
 pub mod memory_cmd;
@@ -11,6 +12,7 @@ pub mod repl;
 pub mod sessions_cmd;
 pub mod sessions_report;
 pub mod setup;
+pub mod signals;
 pub mod skills_cmd;
 pub mod slash;
 
@@ -77,6 +79,7 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Some(args::Command::Send { target, text }) => {
             gateway_cmd::send(&runtime, &config, &target, &text)
         }
+        Some(args::Command::Doctor { json }) => doctor::run(&config, json),
         Some(args::Command::Insights { days, json }) => {
             let store = setup::open_store(&config)?;
             insights_cmd::run(&store, days, json)
@@ -114,6 +117,8 @@ pub fn services(config: crate::config::Config) -> Result<Arc<Services>, CliError
     skills_cmd::sync_bundled(&services.config);
     services
         .extensions
-        .push(Arc::new(crate::skills::learning::SkillLearning::new()));
+        .push(Arc::new(crate::skills::learning::SkillLearning::new(
+            &services.config,
+        )));
     Ok(Arc::new(services))
 }

@@ -30,12 +30,15 @@ pub async fn run(
     let options = setup::agent_options(args, &services.config, false);
     let mut agent = setup::open_agent(args, &services, client, options).await?;
 
+    // SIGINT, SIGTERM and SIGHUP stop the turn: a running command is killed and recorded.
     let cancel = CancellationToken::new();
     let interrupt = cancel.clone();
+    let stopped_by = std::sync::Arc::new(std::sync::atomic::AtomicI32::new(libc::SIGINT));
+    let record = stopped_by.clone();
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            interrupt.cancel();
-        }
+        let signal = crate::cli::signals::stop_signal().await;
+        record.store(signal, std::sync::atomic::Ordering::SeqCst);
+        interrupt.cancel();
     });
 
     let (tx, mut rx) = mpsc::unbounded_channel::<AgentEvent>();
@@ -60,7 +63,8 @@ pub async fn run(
                 "hermes: interrupted; resume with: hermes -r {}",
                 agent.session_id()
             );
-            Ok(exit::INTERRUPTED)
+            let signal = stopped_by.load(std::sync::atomic::Ordering::SeqCst);
+            Ok(crate::cli::signals::exit_code(signal))
         }
         TurnExit::LoopStopped | TurnExit::SpendCapped => {
             eprintln!("hermes: {}", outcome.text);
@@ -80,8 +84,10 @@ pub async fn run(
             }
             // The answer is out; give a background skill review a bounded moment to finish.
             let _ = std::io::Write::flush(&mut std::io::stdout());
-            crate::skills::learning::wait_for_reviews(&services.config).await;
-            crate::memory::MemoryManager::wait_for_reviews(crate::memory::manager::EXIT_WAIT).await;
+            services
+                .children
+                .wait_idle(crate::agent::child::EXIT_WAIT)
+                .await;
             Ok(exit::OK)
         }
     }

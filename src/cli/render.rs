@@ -6,10 +6,15 @@ use std::time::Duration;
 
 use crate::agent::AgentEvent;
 
-/// Remembers each tool call's argument summary until its end event arrives.
+/// How often a running child's line is repeated with its newest activity.
+const CHILD_LINE_EVERY: Duration = Duration::from_secs(5);
+
+/// Remembers each tool call's argument summary until its end event arrives, and when each
+/// delegated child's line was last shown.
 #[derive(Debug, Default)]
 pub struct ProgressLines {
     pending: HashMap<String, String>,
+    children: HashMap<usize, std::time::Instant>,
 }
 
 impl ProgressLines {
@@ -81,6 +86,32 @@ impl ProgressLines {
             AgentEvent::BudgetExhausted { used } => Some(format!(
                 "  ⚠ iteration budget spent after {used} model calls; asking for a summary"
             )),
+            // One line per child: its activity at most every few seconds, then how it ended.
+            AgentEvent::ChildProgress {
+                task,
+                goal,
+                line,
+                status,
+            } => {
+                let now = std::time::Instant::now();
+                match status {
+                    Some(status) => {
+                        self.children.remove(task);
+                        let mark = if *status == "completed" { "✓" } else { "✗" };
+                        Some(format!("  ⑂ {mark} child {task} ({goal}) {status}: {line}"))
+                    }
+                    None => {
+                        let due = self
+                            .children
+                            .get(task)
+                            .is_none_or(|at| now.duration_since(*at) >= CHILD_LINE_EVERY);
+                        due.then(|| {
+                            self.children.insert(*task, now);
+                            format!("  ⑂ child {task} ({goal}): {line}")
+                        })
+                    }
+                }
+            }
             _ => None,
         }
     }
@@ -141,6 +172,38 @@ mod tests {
         ];
         let lines: Vec<String> = events.iter().filter_map(|e| p.line_for(e)).collect();
         insta::assert_snapshot!(lines.join("\n"));
+    }
+
+    #[test]
+    fn one_line_per_child_then_how_it_ended() {
+        let mut p = ProgressLines::default();
+        let event =
+            |task: usize, line: &str, status: Option<&'static str>| AgentEvent::ChildProgress {
+                task,
+                goal: format!("goal {task}"),
+                line: line.into(),
+                status,
+            };
+        let lines: Vec<String> = [
+            event(0, "read_file a.txt", None),
+            event(1, "terminal ls", None),
+            // Within a few seconds of its last line: not repeated.
+            event(0, "read_file b.txt", None),
+            event(0, "found it", Some("completed")),
+            event(1, "no answer within 1.5s", Some("timeout")),
+        ]
+        .iter()
+        .filter_map(|e| p.line_for(e))
+        .collect();
+        assert_eq!(
+            lines,
+            [
+                "  ⑂ child 0 (goal 0): read_file a.txt",
+                "  ⑂ child 1 (goal 1): terminal ls",
+                "  ⑂ ✓ child 0 (goal 0) completed: found it",
+                "  ⑂ ✗ child 1 (goal 1) timeout: no answer within 1.5s",
+            ]
+        );
     }
 
     #[test]

@@ -25,6 +25,35 @@ struct Repl {
     options: AgentOptions,
     agent: Agent,
     editor: DefaultEditor,
+    /// SIGTERM/SIGHUP: cancels the running turn (or exits at the prompt).
+    stop: Arc<TermStop>,
+}
+
+/// What SIGTERM/SIGHUP reach: the running turn's token, and the signal once one came.
+#[derive(Default)]
+struct TermStop {
+    turn: std::sync::Mutex<Option<CancellationToken>>,
+    signal: std::sync::atomic::AtomicI32,
+}
+
+impl TermStop {
+    fn signal(&self) -> i32 {
+        self.signal.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Waits for SIGTERM/SIGHUP: a running turn is cancelled (its command killed and recorded)
+    /// and the REPL ends after it; at the prompt there is nothing to stop, so hermes exits.
+    async fn watch(self: Arc<Self>) {
+        let signal = crate::cli::signals::terminate_signal().await;
+        self.signal
+            .store(signal, std::sync::atomic::Ordering::SeqCst);
+        tracing::info!(signal, "REPL stopping on signal");
+        let turn = self.turn.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        match turn {
+            Some(token) => token.cancel(),
+            None => std::process::exit(i32::from(crate::cli::signals::exit_code(signal))),
+        }
+    }
 }
 
 pub fn run(runtime: &Runtime, args: &RunArgs, config: Config) -> Result<u8, CliError> {
@@ -36,11 +65,14 @@ pub fn run(runtime: &Runtime, args: &RunArgs, config: Config) -> Result<u8, CliE
         .map_err(|e| CliError::Setup(format!("cannot start the line editor: {e}")))?;
     let history = services.config.home.history_path();
     let _ = editor.load_history(&history);
+    let stop = Arc::new(TermStop::default());
+    runtime.spawn(stop.clone().watch());
     let mut repl = Repl {
         services,
         options,
         agent,
         editor,
+        stop,
     };
     repl.banner();
     loop {
@@ -66,6 +98,9 @@ pub fn run(runtime: &Runtime, args: &RunArgs, config: Config) -> Result<u8, CliE
                     Some(cmd) => repl.slash(runtime, cmd),
                     None => repl.turn(runtime, text),
                 }
+                if repl.stop.signal() != 0 {
+                    break;
+                }
             }
             Err(ReadlineError::Interrupted) => continue,
             Err(ReadlineError::Eof) => break,
@@ -74,16 +109,16 @@ pub fn run(runtime: &Runtime, args: &RunArgs, config: Config) -> Result<u8, CliE
     }
     let _ = repl.editor.save_history(&history);
     let _ = runtime.block_on(repl.agent.end("user_exit"));
-    crate::cli::memory_cmd::finish_reviews(runtime, true);
-    runtime.block_on(crate::skills::learning::wait_for_reviews(
-        &repl.services.config,
-    ));
+    crate::cli::memory_cmd::finish_reviews(runtime, &repl.services, true);
     println!(
         "session {} saved; resume with: hermes -r {}",
         repl.agent.session_id(),
         repl.agent.session_id()
     );
-    Ok(exit::OK)
+    match repl.stop.signal() {
+        0 => Ok(exit::OK),
+        signal => Ok(crate::cli::signals::exit_code(signal)),
+    }
 }
 
 impl Repl {
@@ -101,9 +136,15 @@ impl Repl {
 
     fn turn(&mut self, runtime: &Runtime, text: &str) {
         let approval_timeout = Duration::from_secs(self.services.config.approvals.timeout);
-        let Repl { agent, editor, .. } = self;
+        let Repl {
+            agent,
+            editor,
+            stop,
+            ..
+        } = self;
         let result = runtime.block_on(async {
             let cancel = CancellationToken::new();
+            *stop.turn.lock().unwrap_or_else(|p| p.into_inner()) = Some(cancel.clone());
             let interrupt = cancel.clone();
             let signal = tokio::spawn(async move {
                 if tokio::signal::ctrl_c().await.is_ok() {
@@ -126,6 +167,7 @@ impl Repl {
                 view.show(event, editor);
             }
             signal.abort();
+            *stop.turn.lock().unwrap_or_else(|p| p.into_inner()) = None;
             view.finish();
             result
         });
@@ -247,27 +289,62 @@ impl Repl {
     fn usage(&self, runtime: &Runtime) {
         let store = self.services.store.clone();
         let id = self.agent.session_id().to_string();
-        let row = runtime
-            .block_on(runtime.spawn_blocking(move || store.session(&id)))
+        let found = runtime
+            .block_on(runtime.spawn_blocking(move || {
+                Ok::<_, crate::sessions::StoreError>((
+                    store.session(&id)?,
+                    store.child_sessions(&id)?,
+                ))
+            }))
             .ok()
-            .and_then(Result::ok)
-            .flatten();
-        match row {
-            Some(r) => println!(
-                "session {}: {} model calls · input {} · output {} · cache read {} · cache write {} · reasoning {} tokens{}",
-                r.id,
-                r.api_call_count,
-                r.input_tokens,
-                r.output_tokens,
-                r.cache_read_tokens,
-                r.cache_write_tokens,
-                r.reasoning_tokens,
-                r.estimated_cost_usd
-                    .filter(|c| *c > 0.0)
-                    .map(|c| format!(" · ≈ ${c:.4}"))
-                    .unwrap_or_default()
-            ),
-            None => {
+            .and_then(Result::ok);
+        let cost = |c: Option<f64>| {
+            c.filter(|c| *c > 0.0)
+                .map(|c| format!(" · ≈ ${c:.4}"))
+                .unwrap_or_default()
+        };
+        match found {
+            Some((Some(r), children)) => {
+                println!(
+                    "session {}: {} model calls · input {} · output {} · cache read {} · cache write {} · reasoning {} tokens{}",
+                    r.id,
+                    r.api_call_count,
+                    r.input_tokens,
+                    r.output_tokens,
+                    r.cache_read_tokens,
+                    r.cache_write_tokens,
+                    r.reasoning_tokens,
+                    cost(r.estimated_cost_usd)
+                );
+                for c in &children {
+                    println!(
+                        "  child {}: {} model calls · input {} · output {} tokens{}",
+                        c.id,
+                        c.api_call_count,
+                        c.input_tokens,
+                        c.output_tokens,
+                        cost(c.estimated_cost_usd)
+                    );
+                }
+                if !children.is_empty() {
+                    let total = |f: fn(&crate::sessions::SessionRow) -> i64| {
+                        f(&r) + children.iter().map(f).sum::<i64>()
+                    };
+                    let spend: f64 = r.estimated_cost_usd.unwrap_or(0.0)
+                        + children
+                            .iter()
+                            .filter_map(|c| c.estimated_cost_usd)
+                            .sum::<f64>();
+                    println!(
+                        "with {} delegated children: input {} · output {} tokens{}",
+                        children.len(),
+                        total(|r| r.input_tokens),
+                        total(|r| r.output_tokens),
+                        cost(Some(spend))
+                    );
+                }
+            }
+            _ => {
                 let u = self.agent.session_usage();
                 println!(
                     "this session: input {} · output {} tokens",

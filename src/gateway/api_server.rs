@@ -8,15 +8,22 @@
 //! new session. The agent keeps the history, so only the last user message of the request is
 //! the new turn. Turns of one conversation run one at a time. No one can answer approval
 //! questions over this API: dangerous commands are refused (unless `--yolo`).
+//!
+//! Hostile clients: the key must be at least 16 characters; at most
+//! `gateway.api_server.max_concurrent` turns run at once (past it: 429 with `Retry-After`); the
+//! request body must arrive within the header timeout; connections are accepted by
+//! `api_listener` (header timeout, connection caps, accept back-off).
 
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::Router;
+use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -25,18 +32,29 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Agent, AgentError, AgentEvent, AgentOptions, Services};
+use crate::gateway::api_listener::{self, ConnectionLimits};
 use crate::gateway::session::lock;
 use crate::llm::LlmClient;
 use crate::security::approval::ApprovalChoice;
 
 const MODEL_ID: &str = "hermes-agent";
 const DEFAULT_PORT: u16 = 8642;
+/// Python Hermes refuses shorter keys too: a short key is guessable over the network.
+pub const MIN_KEY_CHARS: usize = 16;
+/// Largest request body accepted (a long conversation with pasted files fits).
+const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
+/// What a client is told to wait before retrying when every turn slot is taken.
+const RETRY_AFTER_SECS: u64 = 5;
 
 /// Where and with which key the API server listens.
 #[derive(Clone)]
 pub struct ApiServerConfig {
     pub addr: SocketAddr,
     pub key: String,
+    /// Turns running at once (`gateway.api_server.max_concurrent`, Python's
+    /// `max_concurrent_runs`; default 10).
+    pub max_concurrent: usize,
+    pub limits: ConnectionLimits,
 }
 
 impl std::fmt::Debug for ApiServerConfig {
@@ -60,12 +78,20 @@ impl ApiServerConfig {
         if !enabled && key.is_none() {
             return None;
         }
-        let Some(key) = key.filter(|k| !k.is_empty()) else {
-            return Some(Err(
-                "API_SERVER_ENABLED is set but API_SERVER_KEY is empty: set a bearer key".into(),
-            ));
-        };
         let host = config.env.get("API_SERVER_HOST").unwrap_or("127.0.0.1");
+        // Every bind needs a key (a loopback one too: any local process could drive the agent),
+        // so a non-loopback bind without one is refused here as well.
+        let Some(key) = key.filter(|k| !k.is_empty()) else {
+            return Some(Err(format!(
+                "API_SERVER_ENABLED is set but API_SERVER_KEY is empty: the API server (on {host}) needs a bearer key of at least {MIN_KEY_CHARS} characters, e.g. from `openssl rand -hex 24`"
+            )));
+        };
+        let chars = key.chars().count();
+        if chars < MIN_KEY_CHARS {
+            return Some(Err(format!(
+                "API_SERVER_KEY is too short ({chars} characters): use at least {MIN_KEY_CHARS} random characters, e.g. from `openssl rand -hex 24`"
+            )));
+        }
         let port = match config.env.get("API_SERVER_PORT") {
             Some(p) => match p.trim().parse::<u16>() {
                 Ok(p) => p,
@@ -81,17 +107,65 @@ impl ApiServerConfig {
                 )));
             }
         };
-        Some(Ok(ApiServerConfig { addr, key }))
+        let (max_concurrent, limits) = match limits_from_config(config) {
+            Ok(l) => l,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(Ok(ApiServerConfig {
+            addr,
+            key,
+            max_concurrent,
+            limits,
+        }))
     }
 }
 
+/// `gateway.api_server.{max_concurrent, max_connections, max_connections_per_ip,
+/// header_timeout}`; each must be a positive number.
+fn limits_from_config(config: &crate::config::Config) -> Result<(usize, ConnectionLimits), String> {
+    let section = config.raw.get("gateway").and_then(|g| g.get("api_server"));
+    let num = |k: &str| -> Result<Option<f64>, String> {
+        match section.and_then(|s| s.get(k)) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => match v.as_f64() {
+                Some(n) if n > 0.0 && n.is_finite() => Ok(Some(n)),
+                _ => Err(format!(
+                    "gateway.api_server.{k} in config.yaml must be a positive number, got {v}"
+                )),
+            },
+        }
+    };
+    let defaults = ConnectionLimits::default();
+    let max_concurrent = match num("max_concurrent")? {
+        Some(n) => n,
+        None => num("max_concurrent_runs")?.unwrap_or(10.0),
+    };
+    let limits = ConnectionLimits {
+        header_timeout: num("header_timeout")?
+            .map(Duration::from_secs_f64)
+            .unwrap_or(defaults.header_timeout),
+        max_connections: num("max_connections")?
+            .map(|n| n as usize)
+            .unwrap_or(defaults.max_connections),
+        max_per_ip: num("max_connections_per_ip")?
+            .map(|n| n as usize)
+            .unwrap_or(defaults.max_per_ip),
+    };
+    Ok((max_concurrent.max(1.0) as usize, limits))
+}
+
 struct ApiState {
+    max_concurrent: usize,
     services: Arc<Services>,
     client: Arc<dyn LlmClient>,
     options: AgentOptions,
     key: String,
     /// One lock per live conversation, so its turns run in order.
     turns: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Permits for running turns (`max_concurrent`); none left → 429.
+    turn_slots: Arc<tokio::sync::Semaphore>,
+    /// How long the request body may take to arrive.
+    body_timeout: Duration,
     shutdown: CancellationToken,
 }
 
@@ -106,11 +180,14 @@ pub async fn serve(
     options.source = "api_server".into();
     options.interactive = false;
     let state = Arc::new(ApiState {
+        max_concurrent: config.max_concurrent,
         services,
         client,
         options,
         key: config.key.clone(),
         turns: Mutex::new(HashMap::new()),
+        turn_slots: Arc::new(tokio::sync::Semaphore::new(config.max_concurrent)),
+        body_timeout: config.limits.header_timeout,
         shutdown: shutdown.clone(),
     });
     let app = Router::new()
@@ -121,10 +198,8 @@ pub async fn serve(
         .await
         .map_err(|e| format!("API server cannot listen on {}: {e}", config.addr))?;
     tracing::info!(addr = %config.addr, "API server listening");
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
-        .map_err(|e| format!("API server failed: {e}"))
+    api_listener::serve(listener, app, config.limits, shutdown).await;
+    Ok(())
 }
 
 fn error(status: StatusCode, kind: &str, message: &str) -> Response {
@@ -185,7 +260,47 @@ fn conversation(headers: &HeaderMap, body: &Value) -> Option<String> {
         .filter(|c| !c.is_empty())
 }
 
-async fn chat(State(state): State<Arc<ApiState>>, headers: HeaderMap, body: String) -> Response {
+/// Reads the request body within the body timeout and size cap.
+async fn read_body(state: &ApiState, body: Body) -> Result<Vec<u8>, Response> {
+    match tokio::time::timeout(
+        state.body_timeout,
+        axum::body::to_bytes(body, MAX_BODY_BYTES),
+    )
+    .await
+    {
+        Ok(Ok(bytes)) => Ok(bytes.to_vec()),
+        Ok(Err(_)) => Err(error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request_error",
+            &format!("the request body is over {MAX_BODY_BYTES} bytes or was cut off"),
+        )),
+        Err(_) => Err(error(
+            StatusCode::REQUEST_TIMEOUT,
+            "invalid_request_error",
+            &format!(
+                "the request body did not arrive within {:?}",
+                state.body_timeout
+            ),
+        )),
+    }
+}
+
+/// 429 with `Retry-After`: every turn slot is taken.
+fn too_busy(max: usize) -> Response {
+    let mut response = error(
+        StatusCode::TOO_MANY_REQUESTS,
+        "rate_limit_error",
+        &format!(
+            "{max} turns are already running (gateway.api_server.max_concurrent); retry later"
+        ),
+    );
+    response
+        .headers_mut()
+        .insert("retry-after", HeaderValue::from(RETRY_AFTER_SECS));
+    response
+}
+
+async fn chat(State(state): State<Arc<ApiState>>, headers: HeaderMap, body: Body) -> Response {
     if !authorised(&headers, &state.key) {
         return error(
             StatusCode::UNAUTHORIZED,
@@ -193,7 +308,11 @@ async fn chat(State(state): State<Arc<ApiState>>, headers: HeaderMap, body: Stri
             "invalid API key",
         );
     }
-    let Ok(body) = serde_json::from_str::<Value>(&body) else {
+    let body = match read_body(&state, body).await {
+        Ok(b) => b,
+        Err(response) => return response,
+    };
+    let Ok(body) = serde_json::from_slice::<Value>(&body) else {
         return error(
             StatusCode::BAD_REQUEST,
             "invalid_request_error",
@@ -211,9 +330,25 @@ async fn chat(State(state): State<Arc<ApiState>>, headers: HeaderMap, body: Stri
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let id = format!("chatcmpl-{:016x}", rand::random::<u64>());
     let created = crate::gateway::unix_now() as u64;
+    // The slot is taken before anything starts and held by the turn until it ends.
+    let Ok(slot) = state.turn_slots.clone().try_acquire_owned() else {
+        tracing::info!("API server: every turn slot is taken; 429");
+        return too_busy(state.max_concurrent);
+    };
     let (tx, rx) = mpsc::unbounded_channel::<Piece>();
     let cancel = state.shutdown.child_token();
-    tokio::spawn(run(state.clone(), key, text, tx, cancel.clone()));
+    let (st, turn_cancel, failed) = (state.clone(), cancel.clone(), tx.clone());
+    tokio::spawn(async move {
+        let _slot = slot;
+        // A panic in this turn answers this request with an error; the server goes on.
+        if let Err(panic) = crate::panics::catch(run(st, key, text, tx, turn_cancel)).await {
+            tracing::error!(%panic, "API turn panicked");
+            let _ = failed.send(Piece::Failed(format!(
+                "internal error in hermes: {}",
+                crate::security::redact::redact(&panic)
+            )));
+        }
+    });
     if stream {
         let chunk = move |delta: Value, finish: Value| {
             json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": MODEL_ID,

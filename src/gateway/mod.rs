@@ -7,6 +7,7 @@
 //! (exactly-once records and delivery), `delivery.rs` (chunking), `hooks.rs`, `api_server.rs`
 //! (OpenAI-compatible HTTP front end), `memory_trim.rs` and `retention.rs` (long-run upkeep).
 
+pub mod api_listener;
 pub mod api_server;
 pub mod delivery;
 pub mod hooks;

@@ -54,6 +54,9 @@ pub struct GatewaySettings {
     /// Answered updates and closed deliveries are forgotten after this long
     /// (`gateway.ledger_retention_days`, default 7).
     pub ledger_keep: Duration,
+    /// Messages one chat may have waiting behind its running turn
+    /// (`gateway.max_queued_per_chat`, default 100); past it they are refused with a notice.
+    pub max_queued_per_chat: usize,
 }
 
 impl GatewaySettings {
@@ -95,6 +98,7 @@ impl GatewaySettings {
             ledger_keep: Duration::from_secs_f64(
                 num("ledger_retention_days").unwrap_or(7.0).max(1.0) * 86_400.0,
             ),
+            max_queued_per_chat: num("max_queued_per_chat").unwrap_or(100.0).max(1.0) as usize,
         }
     }
 }
@@ -304,7 +308,11 @@ impl PlatformCtx {
             .as_ref()
             .map(|(n, _)| n.as_str())
             .filter(|n| matches!(*n, "stop" | "approve" | "deny" | "yes" | "no"));
-        let queued = authorised && !event.text.is_empty() && control_cmd.is_none();
+        let wants_turn = authorised && !event.text.is_empty() && control_cmd.is_none();
+        // A full inbox refuses the message here, before it is recorded as queued, so it is
+        // never replayed either. Only this intake loop adds to an inbox: the check holds.
+        let full = wants_turn && self.inbox_full(&key);
+        let queued = wants_turn && !full;
         if !self.record(&key, &event, queued).await? {
             tracing::info!(
                 update_id = event.platform_update_id,
@@ -358,12 +366,39 @@ impl PlatformCtx {
             self.notify(&event, reply).await;
             return Ok(());
         }
-        let ahead = self.dispatch(key, event.clone());
-        if ahead > 0 {
-            let text = format!("Queued (#{ahead} in line); I will answer after the current reply.");
-            self.notify(&event, &text).await;
+        if full {
+            // One notice per burst: the first refused message says so for the ones after it.
+            let first = self
+                .control(&key)
+                .is_some_and(|c| !c.refusing.swap(true, Ordering::SeqCst));
+            tracing::info!(%key, update_id = event.platform_update_id, "inbox full; message refused");
+            if first {
+                let cap = self.settings.max_queued_per_chat;
+                let text = format!(
+                    "Busy — this message was not queued: {cap} messages are already waiting. Messages sent before those are answered are not queued either; send it again later."
+                );
+                self.notify(&event, &text).await;
+            }
+            return Ok(());
+        }
+        let ahead = self.dispatch(key.clone(), event.clone());
+        if let Some(c) = self.control(&key) {
+            c.refusing.store(false, Ordering::SeqCst);
+        }
+        // One notice per burst: when the first message lines up behind a running turn. The
+        // messages after it join the same line without a notice each (a flood of 500 messages
+        // must not become 500 sends, which delayed every other chat behind the rate limit).
+        if ahead == 1 {
+            let text = "Queued; I will answer after the current reply (and messages you send meanwhile, in order).";
+            self.notify(&event, text).await;
         }
         Ok(())
+    }
+
+    /// True when the session's inbox holds `max_queued_per_chat` messages not yet started.
+    fn inbox_full(&self, key: &str) -> bool {
+        self.control(key)
+            .is_some_and(|c| c.queued.load(Ordering::SeqCst) >= self.settings.max_queued_per_chat)
     }
 
     /// Allowed by configuration, or paired through a DM pairing code.

@@ -27,6 +27,9 @@ pub struct SessionControl {
     pub busy: AtomicBool,
     /// Messages in the inbox not yet started.
     pub queued: AtomicUsize,
+    /// The inbox was full and the chat was told so; the next message that finds room clears
+    /// it (so a burst of refused messages gets one notice).
+    pub refusing: AtomicBool,
 }
 
 impl SessionControl {
@@ -97,7 +100,23 @@ pub async fn run_worker(
             p = ctx.turn_slots.clone().acquire_owned() => p.ok(),
         };
         let had = agent.is_some();
-        let (reply, streamed) = handle(&ctx, &key, &mut agent, &event, &control).await;
+        // A panic in this chat's turn stays in this chat: it gets an error reply, its agent is
+        // dropped (the conversation is in state.db; the next message resumes it) and every
+        // other chat goes on (see `crate::panics`).
+        let (reply, streamed) = match crate::panics::catch(handle(
+            &ctx, &key, &mut agent, &event, &control,
+        ))
+        .await
+        {
+            Ok(done) => done,
+            Err(panic) => {
+                tracing::error!(%key, %panic, "the turn panicked; the chat gets an error reply");
+                agent = None;
+                *lock(&control.turn) = None;
+                lock(&control.approval).take();
+                (Some(crashed_reply(&panic)), None)
+            }
+        };
         drop(permit);
         control.busy.store(false, Ordering::SeqCst);
         match (had, agent.is_some()) {
@@ -439,6 +458,14 @@ async fn open(
         }
     };
     Ok(agent)
+}
+
+/// What a chat is told when its turn panicked.
+fn crashed_reply(panic: &str) -> String {
+    format!(
+        "Sorry, something broke inside hermes while answering this (internal error: {}). The conversation is kept; send the message again, or /new to start over.",
+        crate::security::redact::redact(&truncate(panic, 300))
+    )
 }
 
 fn truncate(text: &str, max: usize) -> String {

@@ -28,7 +28,7 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap};
 use serde_json::Value;
 use tokio::time::{Instant, timeout_at};
 
-use crate::llm::stream_driver::{Driver, WireStream, after};
+use crate::llm::stream_driver::{Driver, StreamLimits, WireStream, after};
 use crate::llm::{
     ChatRequest, FailoverReason, LlmClient, LlmError, LlmEvent, LlmResponse, LlmStream, Provider,
 };
@@ -205,12 +205,14 @@ impl LlmClient for AnthropicClient {
             assembler: Assembler::default(),
             errors: self.errors.clone(),
             thinking: self.thinking.clone(),
+            answer_bytes: 0,
         };
         let inner = response
             .bytes_stream()
             .map(|chunk| chunk.map(|b| b.to_vec()))
             .boxed();
-        Ok(Driver::new(inner, wire, self.provider.stream_idle_timeout, deadline).into_stream())
+        let limits = StreamLimits::of(&self.provider, deadline);
+        Ok(Driver::new(inner, wire, limits).into_stream())
     }
 
     fn provider(&self) -> &Provider {
@@ -225,6 +227,8 @@ struct AnthropicWire {
     assembler: Assembler,
     errors: ErrorContext,
     thinking: Arc<Mutex<ThinkingMemory>>,
+    /// Text, thinking and tool-input bytes received (for the answer cap).
+    answer_bytes: usize,
 }
 
 impl AnthropicWire {
@@ -249,6 +253,12 @@ impl AnthropicWire {
                     ),
                 )
             })?;
+            let delta = &data["delta"];
+            self.answer_bytes += ["text", "thinking", "partial_json"]
+                .iter()
+                .filter_map(|k| delta.get(*k).and_then(Value::as_str))
+                .map(str::len)
+                .sum::<usize>();
             self.assembler.push(&data, out)?;
             if self.assembler.is_stopped() {
                 return Ok(true);
@@ -303,6 +313,10 @@ impl WireStream for AnthropicWire {
 
     fn finish_error(&self, error: LlmError) -> LlmError {
         self.errors.finish(error)
+    }
+
+    fn answer_bytes(&self) -> usize {
+        self.answer_bytes
     }
 }
 

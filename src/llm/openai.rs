@@ -24,7 +24,7 @@ use serde_json::Value;
 use tokio::time::{Instant, timeout_at};
 
 use crate::llm::prompt_cache::{self, CacheTtl};
-use crate::llm::stream_driver::{Driver, WireStream, after};
+use crate::llm::stream_driver::{Driver, StreamLimits, WireStream, after};
 use crate::llm::{
     ChatRequest, FailoverReason, LlmClient, LlmError, LlmEvent, LlmResponse, LlmStream, Provider,
 };
@@ -217,9 +217,10 @@ impl LlmClient for OpenAiClient {
                     let wire = OpenAiWire {
                         assembler: Assembler::new(!request.tools.is_empty()),
                         errors: self.errors.clone(),
+                        answer_bytes: 0,
                     };
-                    let driver =
-                        Driver::new(inner, wire, self.provider.stream_idle_timeout, deadline);
+                    let limits = StreamLimits::of(&self.provider, deadline);
+                    let driver = Driver::new(inner, wire, limits);
                     return Ok(driver.into_stream());
                 }
                 Err(OpenFailure::Failed(err)) => return Err(err),
@@ -253,6 +254,8 @@ impl LlmClient for OpenAiClient {
 struct OpenAiWire {
     assembler: Assembler,
     errors: ErrorContext,
+    /// Text, reasoning and tool-argument bytes received (for the answer cap).
+    answer_bytes: usize,
 }
 
 impl WireStream for OpenAiWire {
@@ -273,6 +276,7 @@ impl WireStream for OpenAiWire {
                 ),
             )
         })?;
+        self.answer_bytes += chunk.payload_len();
         self.assembler.push(chunk, out)?;
         // Completion is judged at the end of the stream (usage may still follow the finish).
         Ok(false)
@@ -302,5 +306,9 @@ impl WireStream for OpenAiWire {
 
     fn finish_error(&self, error: LlmError) -> LlmError {
         self.errors.finish(error)
+    }
+
+    fn answer_bytes(&self) -> usize {
+        self.answer_bytes
     }
 }

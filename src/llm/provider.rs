@@ -30,6 +30,8 @@ pub struct Provider {
     pub request_timeout: Duration,
     /// Longest silence tolerated between two stream chunks.
     pub stream_idle_timeout: Duration,
+    /// Most answer bytes (text, reasoning, tool arguments) read from one response.
+    pub max_answer_bytes: usize,
 }
 
 impl Provider {
@@ -47,6 +49,7 @@ impl Provider {
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(600),
             stream_idle_timeout: Duration::from_secs(180),
+            max_answer_bytes: crate::config::model_limits::DEFAULT_MAX_ANSWER_BYTES,
         }
     }
 }
@@ -257,6 +260,7 @@ pub async fn resolve(inputs: ResolveInputs<'_>) -> Result<Provider, ProviderErro
                 })?;
                 let mut provider = Provider::new(name, &model, &base, None);
                 provider.cache_ttl = CacheTtl::from_config(&config.raw);
+                config.model_limits.apply(&mut provider);
                 return Ok(provider);
             }
             None => {
@@ -304,6 +308,7 @@ pub async fn resolve(inputs: ResolveInputs<'_>) -> Result<Provider, ProviderErro
     let mut provider = Provider::new(&name, &model, &base_url, key);
     provider.wire_api = wire_api;
     provider.cache_ttl = CacheTtl::from_config(&config.raw);
+    config.model_limits.apply(&mut provider);
     Ok(provider)
 }
 

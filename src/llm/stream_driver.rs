@@ -1,7 +1,14 @@
 //! The half of a streaming call every wire protocol shares: the idle and whole-request deadlines,
-//! the queue of decoded events, marking errors `partial` once output was shown, and ending with
-//! exactly one `Done` or one error. A protocol supplies a [`WireStream`] that decodes its chunks.
-//! Dropping the driver drops the HTTP body stream, which closes the connection.
+//! the answer-size cap, the queue of decoded events, marking errors `partial` once output was
+//! shown, and ending with exactly one `Done` or one error. A protocol supplies a [`WireStream`]
+//! that decodes its chunks. Dropping the driver drops the HTTP body stream, which closes the
+//! connection.
+//!
+//! Hostile or broken servers, and what ends them: a server that never answers hits the request
+//! deadline (`agent.request_timeout`); one that sends only SSE keep-alive comments sends no
+//! chunk (comments never reach the wire decoder as events), so it hits the idle timeout
+//! (`agent.stream_idle_timeout`); one that streams an endless answer hits the answer cap
+//! (`agent.max_answer_mb`) instead of growing memory without bound.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -22,6 +29,45 @@ pub(crate) fn after(timeout: Duration) -> Instant {
         .unwrap_or_else(|| now + Duration::from_secs(10 * 365 * 24 * 3600))
 }
 
+/// The bounds of one streamed call.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StreamLimits {
+    /// Longest silence between two chunks (keep-alive comments are silence).
+    pub idle: Duration,
+    /// When the whole call must be over.
+    pub deadline: Instant,
+    /// Most answer bytes accepted.
+    pub max_answer: usize,
+}
+
+impl StreamLimits {
+    /// The provider's limits for a call whose deadline is `deadline`.
+    pub(crate) fn of(provider: &crate::llm::Provider, deadline: Instant) -> Self {
+        StreamLimits {
+            idle: provider.stream_idle_timeout,
+            deadline,
+            max_answer: provider.max_answer_bytes,
+        }
+    }
+}
+
+/// The error for an answer that passed the cap. Not retryable: the same request would most
+/// likely stream the same runaway answer again.
+fn answer_too_large(max: usize, complete: bool) -> LlmError {
+    let end = if complete {
+        "after its finish marker"
+    } else {
+        "and no [DONE] or finish marker had arrived"
+    };
+    LlmError::new(
+        FailoverReason::FormatError,
+        format!(
+            "the answer passed the cap of {:.1} MiB (agent.max_answer_mb) {end}; hermes stopped reading it",
+            max as f64 / (1024.0 * 1024.0)
+        ),
+    )
+}
+
 /// One protocol's decoding of an open stream.
 pub(crate) trait WireStream: Send + 'static {
     type Chunk: Send + 'static;
@@ -40,6 +86,9 @@ pub(crate) trait WireStream: Send + 'static {
     fn finish(&mut self, out: &mut Vec<LlmEvent>) -> LlmResponse;
     /// Adds the endpoint and scrubs the key from an error before it leaves the client.
     fn finish_error(&self, error: LlmError) -> LlmError;
+    /// Bytes of answer received so far (text, reasoning and tool-call arguments), which is what
+    /// the answer cap measures.
+    fn answer_bytes(&self) -> usize;
 }
 
 /// Drives one open stream with a [`WireStream`].
@@ -52,14 +101,15 @@ pub(crate) struct Driver<W: WireStream> {
     emitted: bool,
     idle: Duration,
     deadline: Instant,
+    /// Most answer bytes accepted before the stream is cut.
+    max_answer: usize,
 }
 
 impl<W: WireStream> Driver<W> {
     pub(crate) fn new(
         inner: BoxStream<'static, Result<W::Chunk, W::Error>>,
         wire: W,
-        idle: Duration,
-        deadline: Instant,
+        limits: StreamLimits,
     ) -> Self {
         Driver {
             inner,
@@ -67,8 +117,9 @@ impl<W: WireStream> Driver<W> {
             queue: VecDeque::new(),
             finished: false,
             emitted: false,
-            idle,
-            deadline,
+            idle: limits.idle,
+            deadline: limits.deadline,
+            max_answer: limits.max_answer,
         }
     }
 
@@ -127,6 +178,10 @@ impl<W: WireStream> Driver<W> {
                 match pushed {
                     Err(err) => self.fail(err),
                     Ok(true) => self.succeed(),
+                    Ok(false) if self.wire.answer_bytes() > self.max_answer => {
+                        let err = answer_too_large(self.max_answer, self.wire.is_complete());
+                        self.fail(err);
+                    }
                     Ok(false) => {}
                 }
             }

@@ -7,36 +7,26 @@
 //! - after each tool round: a successful `memory` call resets the nudge counter and is passed on
 //!   to the provider;
 //! - after a turn: `sync_turn` in the background, and every `memory.nudge_interval` user turns
-//!   without a memory write, a background review agent (memory tool only, 16 iterations, writes
-//!   nothing to state.db) that may save durable facts. Reviews are not awaited; front ends give
-//!   them a bounded time at exit with [`MemoryManager::wait_for_reviews`].
+//!   without a memory write, a *description* of a background review (memory tool only, 16
+//!   iterations, writes nothing to state.db) that the agent runs as a fork of the conversation.
+//!   Reviews are not awaited; front ends give running children a bounded time at exit.
 
-use std::sync::{Arc, LazyLock, Mutex, PoisonError};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, PoisonError};
 
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
-
-use crate::agent::session_counts::SessionCounts;
-use crate::agent::{Agent, TurnExtension, TurnInfo, TurnOutcome, background};
 use crate::config::Config;
 use crate::llm::{Message, ToolCall};
 use crate::memory::provider::{AgentContext, MemoryProvider, SessionContext, TurnRecord};
 use crate::memory::recall::LocalRecall;
 use crate::memory::{MemorySettings, MemoryStore, Target};
-use crate::tools::ToolOutput;
+use crate::tools::{AgentRole, ToolOutput};
+use crate::turn::{ReviewRequest, SessionCounts, TurnExtension, TurnInfo};
 
 const REVIEW_PROMPT: &str = include_str!("../prompts/memory_review.md");
-/// How long a front end waits at exit for background reviews (the answer is already out).
-pub const EXIT_WAIT: Duration = Duration::from_secs(20);
 /// Iteration budget of a background review.
 const REVIEW_ITERATIONS: u32 = 16;
 /// The first line of the memory guidance: present in a session's frozen prompt exactly when the
 /// memory tool was offered to it.
 const GUIDANCE_MARKER: &str = "# Memory\n";
-
-/// Background reviews still running, process-wide (a front end waits for them at exit).
-static REVIEWS: LazyLock<Mutex<Vec<JoinHandle<()>>>> = LazyLock::new(|| Mutex::new(Vec::new()));
 
 #[derive(Default)]
 struct State {
@@ -202,77 +192,6 @@ impl MemoryManager {
         .ok()
         .flatten()
     }
-
-    /// Waits up to `max` for background reviews to finish; returns how many are still running.
-    pub async fn wait_for_reviews(max: Duration) -> usize {
-        let handles: Vec<JoinHandle<()>> =
-            std::mem::take(&mut *REVIEWS.lock().unwrap_or_else(PoisonError::into_inner));
-        if handles.is_empty() {
-            return 0;
-        }
-        let deadline = tokio::time::Instant::now() + max;
-        let mut left = 0;
-        for h in handles {
-            if tokio::time::timeout_at(deadline, h).await.is_err() {
-                left += 1;
-            }
-        }
-        left
-    }
-
-    /// Number of background reviews started and not yet collected by `wait_for_reviews`.
-    pub fn pending_reviews() -> usize {
-        REVIEWS
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .filter(|h| !h.is_finished())
-            .count()
-    }
-
-    fn start_review(
-        &self,
-        info: &TurnInfo,
-        history: &[Message],
-        ticket: background::Ticket<'static>,
-    ) {
-        let Ok(handle) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let mut agent = match Agent::ephemeral_from(
-            info,
-            history.to_vec(),
-            &["memory".to_string()],
-            REVIEW_ITERATIONS,
-            self.home.clone(),
-        ) {
-            Ok(a) => a,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot start the background memory review");
-                return;
-            }
-        };
-        let session = info.session_id.clone();
-        let task = handle.spawn(async move {
-            let _slot = ticket.run_slot().await;
-            let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-            match agent
-                .run_turn(REVIEW_PROMPT, &tx, &CancellationToken::new())
-                .await
-            {
-                Ok(outcome) => tracing::info!(
-                    %session,
-                    api_calls = outcome.api_calls,
-                    answer = %crate::util::truncate_chars(&outcome.text, 200),
-                    "background memory review finished"
-                ),
-                Err(e) => tracing::warn!(%session, error = %e, "background memory review failed"),
-            }
-        });
-        let mut reviews = REVIEWS.lock().unwrap_or_else(PoisonError::into_inner);
-        reviews.retain(|h| !h.is_finished());
-        reviews.push(task);
-    }
 }
 
 #[async_trait::async_trait]
@@ -326,9 +245,9 @@ impl TurnExtension for MemoryManager {
         }
     }
 
-    fn after_turn(&self, info: &TurnInfo, history: &[Message], outcome: &TurnOutcome) {
+    fn after_turn(&self, info: &TurnInfo, answer: &str) -> Option<ReviewRequest> {
         if info.ephemeral {
-            return;
+            return None;
         }
         if let (Some(provider), Ok(handle)) =
             (&self.provider, tokio::runtime::Handle::try_current())
@@ -337,7 +256,7 @@ impl TurnExtension for MemoryManager {
             let turn = TurnRecord {
                 session_id: info.session_id.clone(),
                 user: info.user_text.clone(),
-                assistant: outcome.text.clone(),
+                assistant: answer.to_string(),
             };
             handle.spawn(async move {
                 if let Err(e) = provider.sync_turn(&turn).await {
@@ -346,22 +265,29 @@ impl TurnExtension for MemoryManager {
             });
         }
         let interval = self.settings.nudge_interval;
-        if interval == 0 || outcome.text.trim().is_empty() || self.store.settings().all_disabled() {
-            return;
+        if interval == 0 || answer.trim().is_empty() || self.store.settings().all_disabled() {
+            return None;
         }
-        let ticket = self
-            .state()
-            .turns_since_write
-            .take_due_review(&info.session_id, u64::from(interval));
-        if let Some(ticket) = ticket {
-            self.start_review(info, history, ticket);
-        }
+        let ticket = self.state().turns_since_write.take_due_review(
+            &info.session_id,
+            u64::from(interval),
+            &info.reviews,
+        )?;
+        Some(ReviewRequest {
+            name: "memory review",
+            role: AgentRole::MemoryReview,
+            instructions: REVIEW_PROMPT.to_string(),
+            toolsets: vec!["memory".to_string()],
+            max_iterations: REVIEW_ITERATIONS,
+            ticket,
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn context_block_cannot_be_closed_early() {

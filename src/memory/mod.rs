@@ -5,7 +5,8 @@
 
 pub mod builtin;
 pub mod edit;
-pub mod lock;
+/// The lock helper, shared with the credential pool and `.usage.json` (it lives in `util`).
+pub use crate::util::file_lock as lock;
 pub mod manager;
 pub mod provider;
 pub mod recall;

@@ -134,7 +134,7 @@ impl MemoryProvider for LocalRecall {
             session_id.to_string(),
             self.limit,
         );
-        tokio::task::spawn_blocking(move || {
+        crate::util::offload::offload("local memory recall", move || {
             let mut guard = slot.lock().unwrap_or_else(PoisonError::into_inner);
             if guard.is_none() {
                 *guard = Some(search::open_read(&path).map_err(|e| {
@@ -148,7 +148,7 @@ impl MemoryProvider for LocalRecall {
                 .map_err(|e| ProviderError::new("local", format!("search failed: {e}")))
         })
         .await
-        .map_err(|e| ProviderError::new("local", format!("recall task failed: {e}")))?
+        .map_err(|e| ProviderError::new("local", e.to_string()))?
     }
 }
 

@@ -1,7 +1,9 @@
-//! Guards: dangerous-command approval, path traversal checks, secret redaction, and the one
-//! scanner for text that enters the prompt (`scan`).
+//! Guards: dangerous-command approval, path resolution, protected paths, secret redaction, and
+//! the one scanner for text that enters the prompt (`scan`).
 
 pub mod approval;
 pub mod paths;
+pub mod protected;
 pub mod redact;
+pub mod sandbox;
 pub mod scan;

@@ -1,4 +1,4 @@
-//! Path traversal guards for paths that come from the model, a hub or a file.
+//! Path resolution and traversal guards for paths that come from the model, a hub or a file.
 //!
 //! Two checks, used together where a path must stay inside a directory (skills, hub installs):
 //! - `check_relative`: a cheap syntactic check — not empty, not absolute, no `..`, no NUL;
@@ -91,14 +91,32 @@ fn has_nul(path: &Path) -> bool {
     path.as_os_str().as_encoded_bytes().contains(&0)
 }
 
+/// Lexical normal form of a path: `.` removed, `..` applied to the component before it (never
+/// above the root). Does not touch the file system, so symlinks are not followed.
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() && !path.is_absolute() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
 /// Canonicalizes an absolute path whose tail may not exist yet: the longest existing prefix is
 /// canonicalized (following symlinks like the kernel would) and the missing components are
 /// appended. A `..` in the missing part is applied and the walk starts again, because after it
 /// the path may re-enter existing directories (and their symlinks).
-fn resolve(path: &Path) -> io::Result<PathBuf> {
+pub fn resolve(path: &Path) -> io::Result<PathBuf> {
     let mut current = path.to_path_buf();
-    // Every round removes one `..`, so this terminates; the cap guards against surprises.
-    for _ in 0..4096 {
+    // Every round removes one `..` or follows one dangling symlink; the cap stops link loops.
+    for _ in 0..256 {
         let comps: Vec<Component> = current.components().collect();
         let mut found = None;
         for k in (1..=comps.len()).rev() {
@@ -123,6 +141,23 @@ fn resolve(path: &Path) -> io::Result<PathBuf> {
             ));
         };
         let rest = &comps[k..];
+        // The first missing component may be a dangling symlink: a write through it creates
+        // its target, so resolution follows it too.
+        if let Some(Component::Normal(name)) = rest.first() {
+            let link = canon.join(name);
+            if let Ok(target) = std::fs::read_link(&link) {
+                let mut next = if target.is_absolute() {
+                    target
+                } else {
+                    canon.join(target)
+                };
+                for c in &rest[1..] {
+                    next.push(c.as_os_str());
+                }
+                current = next;
+                continue;
+            }
+        }
         match rest.iter().position(|c| matches!(c, Component::ParentDir)) {
             None => {
                 for c in rest {
@@ -150,7 +185,9 @@ fn resolve(path: &Path) -> io::Result<PathBuf> {
             }
         }
     }
-    Err(io::Error::other("too many `..` components"))
+    Err(io::Error::other(
+        "too many `..` components or symbolic links (a symlink loop?)",
+    ))
 }
 
 #[cfg(test)]

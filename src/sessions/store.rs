@@ -31,7 +31,7 @@ use crate::sessions::{SearchHit, schema, search};
 pub use compact::CompressionFailure;
 pub use error::StoreError;
 use error::{classify, is_foreign_key_error};
-pub use ledger::{Insights, ModelUsage};
+pub use ledger::{ChildUsage, Insights, ModelUsage};
 
 /// Sources whose sessions are internal (delegated children, tool runs) and hidden from browsing.
 pub(crate) const HIDDEN_SOURCES: [&str; 2] = ["subagent", "tool"];

@@ -53,9 +53,10 @@ pub struct ManageRequest {
 /// Who is asking.
 #[derive(Debug, Clone, Default)]
 pub struct Caller {
-    pub session_id: String,
     /// The background learning review (restricted writes).
     pub background_review: bool,
+    /// Skills this caller has viewed in its session (read-before-write for the review).
+    pub viewed: std::collections::BTreeSet<String>,
 }
 
 /// Runs one request against the store's home root. Returns the JSON result for the model.
@@ -244,7 +245,7 @@ fn find_writable(
                 req.name
             )));
         }
-        if !crate::skills::learning::has_viewed(&caller.session_id, &found.name) {
+        if !caller.viewed.contains(&found.name) {
             return Err(Refused(format!(
                 "call skill_view(\"{}\") before changing it, so the change is based on its current content",
                 req.name

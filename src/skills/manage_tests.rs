@@ -2,7 +2,6 @@
 //! background review's restrictions. Each refusal must leave the disk untouched.
 
 use super::*;
-use crate::skills::learning::Registration;
 
 fn skill_md(name: &str, desc: &str, body: &str) -> String {
     format!("---\nname: {name}\ndescription: {desc}\n---\n{body}\n")
@@ -40,10 +39,7 @@ fn env() -> Env {
 }
 
 fn user() -> Caller {
-    Caller {
-        session_id: "s1".into(),
-        background_review: false,
-    }
+    Caller::default()
 }
 
 fn err(env: &Env, r: &ManageRequest) -> String {
@@ -239,10 +235,9 @@ fn background_review_is_restricted() {
         &user(),
     )
     .unwrap();
-    let _reg = Registration::new("review-test-fork");
-    let review = Caller {
-        session_id: "review-test-fork".into(),
+    let mut review = Caller {
         background_review: true,
+        ..Caller::default()
     };
     let mut p = req("patch", "git-workflow");
     p.old_string = Some("Git workflow".into());
@@ -255,7 +250,7 @@ fn background_review_is_restricted() {
     p.new_string = Some("better body".into());
     let e = run(&env.store, &p, &review).unwrap_err().to_string();
     assert!(e.contains("skill_view"), "{e}");
-    crate::skills::learning::note_viewed("review-test-fork", "mine");
+    review.viewed.insert("mine".into());
     run(&env.store, &p, &review).unwrap();
     let e = run(&env.store, &req("delete", "mine"), &review)
         .unwrap_err()

@@ -27,11 +27,11 @@ const SKILL_TOOLS: &[&str] = &["skills_list", "skill_view", "skill_manage"];
 pub const INDEX_MARKER: &str = "<available_skills>";
 
 /// The skills index for the frozen system prompt, or `None` when no skills tool is offered.
-pub fn prompt_index(config: &Config, tool_names: &[String]) -> Option<String> {
+pub fn prompt_index(config: &Config, store: &SkillStore, tool_names: &[String]) -> Option<String> {
     if !tool_names.iter().any(|t| SKILL_TOOLS.contains(&t.as_str())) {
         return None;
     }
-    let scan = SkillStore::from_config(config).scan();
+    let scan = store.scan();
     let shown: Vec<_> = scan
         .skills
         .into_iter()

@@ -1,13 +1,13 @@
 //! `SkillStore`: finds skills under `$HERMES_HOME/skills` and `skills.external_dirs`, parses them
-//! through a process-wide cache keyed by (path, mtime, size) so a re-scan only re-reads what
-//! changed, and answers the questions of the three disclosure tiers: the list, one skill with
+//! through a cache keyed by (path, mtime, size) so a re-scan only re-reads what changed (the
+//! cache lives in the store and its clones — `Services` holds the one the process shares), and answers the questions of the three disclosure tiers: the list, one skill with
 //! its linked files and readiness, and one linked file.
 //!
 //! A broken SKILL.md never breaks the store: it is reported as invalid with the reason.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use serde_json::Value;
@@ -42,14 +42,15 @@ const MAX_DEPTH: usize = 6;
 const MAX_LINKED_FILES: usize = 500;
 
 /// A parse result cached per SKILL.md path.
+#[derive(Debug)]
 struct CacheEntry {
     mtime: Option<SystemTime>,
     len: u64,
     parsed: Result<Arc<SkillDoc>, String>,
 }
 
-static CACHE: LazyLock<Mutex<HashMap<PathBuf, CacheEntry>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
+/// Parsed SKILL.md files by path; shared by a store and its clones.
+type ParseCache = Arc<Mutex<HashMap<PathBuf, CacheEntry>>>;
 
 /// One usable skill.
 #[derive(Debug, Clone)]
@@ -110,6 +111,7 @@ pub struct SkillStore {
     external: Vec<PathBuf>,
     disabled: BTreeSet<String>,
     os: &'static str,
+    cache: ParseCache,
 }
 
 impl SkillStore {
@@ -143,6 +145,7 @@ impl SkillStore {
             external,
             disabled,
             os: current_os(),
+            cache: ParseCache::default(),
         }
     }
 
@@ -153,6 +156,7 @@ impl SkillStore {
             external: Vec::new(),
             disabled: BTreeSet::new(),
             os: current_os(),
+            cache: ParseCache::default(),
         }
     }
 
@@ -224,7 +228,7 @@ impl SkillStore {
                 });
                 continue;
             }
-            match parse_cached(&skill_md, &meta) {
+            match self.parse_cached(&skill_md, &meta) {
                 Ok(doc) => {
                     let name = doc
                         .frontmatter
@@ -331,7 +335,7 @@ impl SkillStore {
                 if !meta.is_file() {
                     continue;
                 }
-                let Ok(doc) = parse_cached(&skill_md, &meta) else {
+                let Ok(doc) = self.parse_cached(&skill_md, &meta) else {
                     continue;
                 };
                 if doc.frontmatter.name.as_deref().unwrap_or(name) != name
@@ -392,33 +396,35 @@ fn category_description(dir: &Path) -> Option<String> {
     }
 }
 
-fn parse_cached(path: &Path, meta: &std::fs::Metadata) -> Result<Arc<SkillDoc>, String> {
-    let mtime = meta.modified().ok();
-    let len = meta.len();
-    {
-        let cache = CACHE.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(hit) = cache.get(path)
-            && hit.mtime == mtime
-            && hit.len == len
+impl SkillStore {
+    fn parse_cached(&self, path: &Path, meta: &std::fs::Metadata) -> Result<Arc<SkillDoc>, String> {
+        let mtime = meta.modified().ok();
+        let len = meta.len();
         {
-            return hit.parsed.clone();
+            let cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(hit) = cache.get(path)
+                && hit.mtime == mtime
+                && hit.len == len
+            {
+                return hit.parsed.clone();
+            }
         }
+        let parsed = read_and_parse(path, len).map(Arc::new);
+        if let Err(error) = &parsed {
+            // Logged when first read (or changed), not on every scan.
+            tracing::warn!(path = %path.display(), %error, "skipping invalid skill");
+        }
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        cache.insert(
+            path.to_path_buf(),
+            CacheEntry {
+                mtime,
+                len,
+                parsed: parsed.clone(),
+            },
+        );
+        parsed
     }
-    let parsed = read_and_parse(path, len).map(Arc::new);
-    if let Err(error) = &parsed {
-        // Logged when first read (or changed), not on every scan.
-        tracing::warn!(path = %path.display(), %error, "skipping invalid skill");
-    }
-    let mut cache = CACHE.lock().unwrap_or_else(|p| p.into_inner());
-    cache.insert(
-        path.to_path_buf(),
-        CacheEntry {
-            mtime,
-            len,
-            parsed: parsed.clone(),
-        },
-    );
-    parsed
 }
 
 fn read_and_parse(path: &Path, len: u64) -> Result<SkillDoc, String> {

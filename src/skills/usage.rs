@@ -3,14 +3,16 @@
 //!
 //! The file is a JSON object keyed by skill name. Entries we cannot read are kept as written, so
 //! a newer or older Hermes sharing the home loses nothing. Read-modify-write is serialized
-//! in-process; the write is atomic.
+//! by a file lock (threads and processes alike); the write is atomic.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+use crate::util::file_lock::FileLock;
 
 pub const USAGE_FILE: &str = ".usage.json";
 pub const BUNDLED_MANIFEST: &str = ".bundled_manifest";
@@ -19,8 +21,8 @@ pub const HUB_LOCK: &str = ".hub/lock.json";
 /// Provenance value for skills the agent wrote itself.
 pub const AGENT_CREATED: &str = "agent-created";
 
-/// Serializes read-modify-write of `.usage.json` inside this process.
-static LOCK: Mutex<()> = Mutex::new(());
+/// How long a writer waits for another process's read-modify-write of `.usage.json`.
+const LOCK_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// One skill's record.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -120,7 +122,7 @@ pub fn update(
     name: &str,
     change: impl FnOnce(&mut UsageRecord),
 ) -> std::io::Result<()> {
-    let _guard = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let _guard = lock(skills_dir)?;
     let mut raw = read_raw(skills_dir);
     let mut rec: UsageRecord = raw
         .get(name)
@@ -134,12 +136,19 @@ pub fn update(
 
 /// Forgets `name` (after a delete).
 pub fn remove(skills_dir: &Path, name: &str) -> std::io::Result<()> {
-    let _guard = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let _guard = lock(skills_dir)?;
     let mut raw = read_raw(skills_dir);
     if raw.remove(name).is_some() {
         save(skills_dir, &raw)?;
     }
     Ok(())
+}
+
+/// Serializes read-modify-write of `.usage.json` across threads and processes.
+fn lock(skills_dir: &Path) -> std::io::Result<FileLock> {
+    std::fs::create_dir_all(skills_dir)?;
+    FileLock::acquire(&skills_dir.join(".usage.json.lock"), LOCK_TIMEOUT)
+        .map_err(std::io::Error::other)
 }
 
 fn save(skills_dir: &Path, raw: &Map<String, Value>) -> std::io::Result<()> {

@@ -1,6 +1,7 @@
 //! Tools the model can call: the registry (contract, registration, dispatch), toolsets, and one
 //! file per tool family. Every tool module must be linked here or it never registers.
 
+pub mod delegate;
 pub mod file_common;
 pub mod file_patch;
 pub mod file_read;
@@ -14,11 +15,13 @@ pub mod session_search;
 pub mod skills;
 pub mod skills_manage;
 pub mod terminal;
+#[cfg(debug_assertions)]
+pub mod test_crash;
 #[cfg(test)]
 pub mod test_support;
 pub mod todo;
 pub mod toolsets;
 
 pub use registry::{
-    SessionScratch, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, TypedTool,
+    AgentRole, SessionScratch, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, TypedTool,
 };

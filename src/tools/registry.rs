@@ -41,6 +41,23 @@ pub enum ToolError {
 #[derive(Debug, Default)]
 pub struct SessionScratch {
     pub todos: Mutex<TodoList>,
+    /// The session's terminal state (its container, removed when the session ends).
+    pub terminal: crate::security::sandbox::SessionTerminal,
+    /// Skills viewed in this session (a background review may only change what it has read).
+    pub viewed_skills: Mutex<std::collections::BTreeSet<String>>,
+}
+
+/// Who runs the tools: the user's own agent, or a child agent with a narrower brief.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AgentRole {
+    #[default]
+    Primary,
+    /// A child started by `delegate_task`.
+    Delegate,
+    /// The background review that may write skills.
+    SkillReview,
+    /// The background review that may write memory.
+    MemoryReview,
 }
 
 /// What a tool may use while it runs.
@@ -58,6 +75,13 @@ pub struct ToolContext {
     /// Who to ask when a command needs approval (the REPL, a chat, or nobody in `-z`).
     pub prompt: Arc<dyn ApprovalPrompt>,
     pub scratch: Arc<SessionScratch>,
+    /// The skill store of the process (its parse cache is shared).
+    pub skills: crate::skills::SkillStore,
+    pub role: AgentRole,
+    /// How many agents above this one (0 for the user's agent, 1 for its children).
+    pub depth: u32,
+    /// Runs `delegate_task` children for the calling agent (`None` where none may start).
+    pub delegator: Option<Arc<dyn crate::tools::delegate::Delegator>>,
 }
 
 impl ToolContext {
@@ -260,10 +284,16 @@ impl ToolRegistry {
 
     /// The tools of the enabled toolsets whose requirements are met.
     pub fn for_config(config: &Config, toolsets: &[String]) -> Result<Self, ToolsetError> {
+        Self::discover().select(config, toolsets)
+    }
+
+    /// The subset of these tools in the enabled toolsets whose requirements are met (sessions
+    /// pick theirs from the registry `Services` discovered once).
+    pub fn select(&self, config: &Config, toolsets: &[String]) -> Result<Self, ToolsetError> {
         let wanted = crate::tools::toolsets::resolve(toolsets, &config.custom_toolsets)?;
-        let all = Self::discover();
         let mut tools = BTreeMap::new();
-        for (name, tool) in all.tools {
+        for (name, tool) in &self.tools {
+            let (name, tool) = (*name, tool.clone());
             if !wanted.contains(name) {
                 continue;
             }
@@ -275,6 +305,11 @@ impl ToolRegistry {
             }
         }
         Ok(ToolRegistry { tools })
+    }
+
+    /// Keeps only the tools `keep` accepts (a child's tools: blocked ones removed).
+    pub fn retain(&mut self, keep: impl Fn(&str) -> bool) {
+        self.tools.retain(|name, _| keep(name));
     }
 
     pub fn names(&self) -> Vec<&'static str> {
@@ -318,13 +353,20 @@ impl ToolRegistry {
         };
         let mut ctx = ctx.clone();
         ctx.call_id = call.id.clone();
+        // A panic inside the tool stays inside this call (see `crate::panics`).
         let result = tokio::select! {
-            r = tool.call(&call.arguments, &ctx) => r,
+            r = crate::panics::catch(tool.call(&call.arguments, &ctx)) => r.unwrap_or_else(|panic| {
+                tracing::error!(tool = %call.name, %panic, "tool panicked; the call fails, the turn goes on");
+                Err(ToolError::Respond(format!(
+                    "the tool `{}` crashed inside hermes ({panic}); this is a hermes bug, not a problem with the arguments — try another way",
+                    call.name
+                )))
+            }),
             _ = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
         };
         match result {
             Ok(text) => ToolOutput {
-                content: cap_result(text, &ctx),
+                content: spill_if_large(text, &ctx).await,
                 is_error: false,
                 fatal: false,
             },
@@ -352,15 +394,27 @@ pub fn error_json(message: &str) -> String {
     serde_json::json!({ "error": message }).to_string()
 }
 
+/// A too-large result is spilled to a file off the async runtime (a slow disk must not stall
+/// other chats); others pass through untouched.
+async fn spill_if_large(text: String, ctx: &ToolContext) -> String {
+    if text.len() <= MAX_RESULT_CHARS {
+        return text;
+    }
+    let (dir, call_id) = (ctx.config.home.tool_results_dir(), ctx.call_id.clone());
+    crate::util::offload::offload("spill a large tool result", move || {
+        cap_result(text, &dir, &call_id)
+    })
+    .await
+    .unwrap_or_else(|e| error_json(&e.to_string()))
+}
+
 /// Spills a too-large result to `$HERMES_HOME/cache/tool-results/` and returns a preview + path.
-fn cap_result(text: String, ctx: &ToolContext) -> String {
+fn cap_result(text: String, dir: &std::path::Path, call_id: &str) -> String {
     let chars = text.chars().count();
     if chars <= MAX_RESULT_CHARS {
         return text;
     }
-    let dir = ctx.config.home.tool_results_dir();
-    let safe_id: String = ctx
-        .call_id
+    let safe_id: String = call_id
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
@@ -378,7 +432,7 @@ fn cap_result(text: String, ctx: &ToolContext) -> String {
     };
     let path = dir.join(format!("{safe_id}.txt"));
     let preview = crate::util::truncate_chars(&text, PREVIEW_CHARS);
-    let saved = std::fs::create_dir_all(&dir)
+    let saved = std::fs::create_dir_all(dir)
         .and_then(|()| crate::util::atomic_write(&path, text.as_bytes()));
     match saved {
         Ok(()) => format!(

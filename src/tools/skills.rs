@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::security::paths::{check_relative, ensure_within};
 use crate::skills::store::SkillInfo;
-use crate::skills::{SkillStore, index, learning, usage};
+use crate::skills::{SkillStore, index, usage};
 use crate::tools::file_common::{blocking, looks_binary, similarity};
 use crate::tools::registry::{ToolContext, ToolError, TypedTool};
 
@@ -35,7 +35,7 @@ impl TypedTool for SkillsList {
     const READ_ONLY: bool = true;
 
     async fn run(&self, args: ListArgs, ctx: &ToolContext) -> Result<String, ToolError> {
-        let store = SkillStore::from_config(&ctx.config);
+        let store = ctx.skills.clone();
         blocking(move || Ok(list(&store, args.category.as_deref()).to_string())).await
     }
 }
@@ -89,7 +89,7 @@ impl TypedTool for SkillView {
     const READ_ONLY: bool = true;
 
     async fn run(&self, args: ViewArgs, ctx: &ToolContext) -> Result<String, ToolError> {
-        let store = SkillStore::from_config(&ctx.config);
+        let store = ctx.skills.clone();
         let config = ctx.config.clone();
         let session = ctx.session_id.clone();
         let counted = store.clone();
@@ -103,6 +103,14 @@ impl TypedTool for SkillView {
             )
         })
         .await?;
+        if let Some(name) = result["name"].as_str() {
+            // Read-before-write: a background review may only change skills it has viewed.
+            ctx.scratch
+                .viewed_skills
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(name.to_string());
+        }
         // Use counts are telemetry: written off the answer's path (an fsync can take longer
         // than the whole view).
         if let Some(name) = result["name"].as_str().map(str::to_string) {
@@ -129,7 +137,6 @@ pub fn view(
         Some(path) => view_file(&skill, path)?,
         None => view_skill(&skill, config, session)?,
     };
-    learning::note_viewed(session, &skill.name);
     Ok(result)
 }
 

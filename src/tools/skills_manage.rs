@@ -6,9 +6,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::skills::manage::{self, Caller, ManageRequest};
-use crate::skills::{SkillStore, learning};
 use crate::tools::file_common::blocking;
-use crate::tools::registry::{ToolContext, ToolError, TypedTool};
+use crate::tools::registry::{AgentRole, ToolContext, ToolError, TypedTool};
 
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -71,10 +70,15 @@ impl TypedTool for SkillManage {
     const DESCRIPTION: &'static str = "Create, edit, patch or delete a skill, or write/remove its supporting files. Patch existing skills rather than creating near-duplicates.";
 
     async fn run(&self, args: ManageArgs, ctx: &ToolContext) -> Result<String, ToolError> {
-        let store = SkillStore::from_config(&ctx.config);
+        let store = ctx.skills.clone();
         let caller = Caller {
-            session_id: ctx.session_id.clone(),
-            background_review: learning::is_review_session(&ctx.session_id),
+            background_review: ctx.role == AgentRole::SkillReview,
+            viewed: ctx
+                .scratch
+                .viewed_skills
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone(),
         };
         let request = ManageRequest {
             action: args.action.as_str().to_string(),

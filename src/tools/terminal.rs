@@ -1,6 +1,8 @@
-//! The `terminal` tool (foreground): asks the approval gate, runs `bash -c` (or `sh -c`) in its
-//! own process group with no stdin, captures bounded stdout/stderr, and on timeout or interrupt
-//! kills the whole group (SIGTERM, grace, SIGKILL) so no grandchild outlives the call.
+//! The `terminal` tool (foreground): asks the approval gate, runs `bash -c` (or `sh -c`) through
+//! the configured backend (`security::sandbox`: limits, scrubbed environment, sandbox/docker/ssh)
+//! in its own process group with no stdin, captures bounded stdout/stderr, and on timeout or
+//! interrupt kills the whole group (SIGTERM, grace, SIGKILL) and whatever the backend still
+//! holds (cgroup, container) so no grandchild outlives the call.
 //! A non-zero exit is a normal result: the model needs to see the output either way.
 
 use std::path::{Path, PathBuf};
@@ -13,6 +15,7 @@ use serde::Deserialize;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::security::approval::Verdict;
+use crate::security::sandbox;
 use crate::tools::proc_output::{self, Capture, GroupGuard, KILL_GRACE};
 use crate::tools::registry::{ToolContext, ToolError, TypedTool};
 
@@ -83,14 +86,23 @@ impl TypedTool for Terminal {
             ));
         };
         let cap = ctx.config.tool_output.max_bytes.max(1024);
-        let run = Run {
+        let request = sandbox::Request {
             shell: &shell,
             command: &command,
+            cwd: &ctx.cwd,
+            workdir: &dir,
+            timeout: Duration::from_secs(timeout),
+        };
+        let launch = sandbox::launch(&ctx.config, &ctx.scratch.terminal, &request)
+            .await
+            .map_err(|e| ToolError::Respond(e.to_string()))?;
+        let run = Run {
+            shell: &shell,
             dir: &dir,
             timeout: Duration::from_secs(timeout),
             cap,
         };
-        let finished = run.execute(&ctx.cancel).await?;
+        let finished = run.execute(launch, &ctx.cancel).await?;
         Ok(finished.render(cap, timeout, notes))
     }
 }
@@ -99,12 +111,15 @@ crate::register_tool!(Terminal);
 
 /// `bash` if it is on PATH, else `sh`.
 pub fn find_shell() -> Option<PathBuf> {
+    ["bash", "sh"].iter().find_map(|name| find_on_path(name))
+}
+
+/// The first executable called `name` on PATH.
+pub fn find_on_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    ["bash", "sh"].iter().find_map(|name| {
-        std::env::split_paths(&path)
-            .map(|dir| dir.join(name))
-            .find(|candidate| is_executable(candidate))
-    })
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| is_executable(candidate))
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -114,7 +129,6 @@ fn is_executable(path: &Path) -> bool {
 
 struct Run<'a> {
     shell: &'a Path,
-    command: &'a str,
     dir: &'a Path,
     timeout: Duration,
     cap: usize,
@@ -136,20 +150,21 @@ struct Finished {
 impl Run<'_> {
     async fn execute(
         &self,
+        mut launch: sandbox::Launch,
         cancel: &tokio_util::sync::CancellationToken,
     ) -> Result<Finished, ToolError> {
-        let mut child = tokio::process::Command::new(self.shell)
-            .arg("-c")
-            .arg(self.command)
-            .current_dir(self.dir)
-            .stdin(Stdio::null())
+        let stdin = if launch.keep_stdin_open {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        };
+        let mut child = launch
+            .command
+            .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true)
-            // Pagers would wait for a keypress that never comes.
-            .env("PAGER", "cat")
-            .env("GIT_PAGER", "cat")
             .spawn()
             .map_err(|e| {
                 ToolError::Respond(format!(
@@ -176,25 +191,28 @@ impl Run<'_> {
         for r in &readers {
             guard.own(r.abort_handle());
         }
+        // Held open until the command ends (see `Launch::keep_stdin_open`).
+        let stdin_pipe = child.stdin.take();
 
         let end = tokio::select! {
             status = child.wait() => match status {
                 Ok(status) => End::Exited(status),
                 Err(e) => {
-                    terminate(pgid, &mut child).await;
+                    terminate(pgid, &mut child, &launch).await;
                     return Err(ToolError::Respond(format!("lost track of the command: {e}")));
                 }
             },
             () = tokio::time::sleep(self.timeout) => {
-                terminate(pgid, &mut child).await;
+                terminate(pgid, &mut child, &launch).await;
                 End::TimedOut
             },
             () = cancel.cancelled() => {
-                terminate(pgid, &mut child).await;
+                terminate(pgid, &mut child, &launch).await;
                 guard.disarm();
                 return Err(ToolError::Cancelled);
             }
         };
+        drop(stdin_pipe);
         guard.disarm();
         let drained = tokio::time::timeout(PIPE_GRACE, futures::future::join_all(readers)).await;
         // Dropping the guard aborts readers still blocked on pipes held by background processes.
@@ -226,9 +244,13 @@ async fn pump<R: AsyncRead + Unpin>(mut pipe: R, sink: Arc<Mutex<Capture>>) {
     }
 }
 
-/// SIGTERM to the group, a grace period for the leader and its descendants, then SIGKILL.
-/// Returns the leader's status if it was collected.
-async fn terminate(pgid: i32, child: &mut tokio::process::Child) -> Option<ExitStatus> {
+/// SIGTERM to the group, a grace period for the leader and its descendants, then SIGKILL, and
+/// the backend kills what escaped the group. Returns the leader's status if it was collected.
+async fn terminate(
+    pgid: i32,
+    child: &mut tokio::process::Child,
+    launch: &sandbox::Launch,
+) -> Option<ExitStatus> {
     proc_output::signal_group(pgid, libc::SIGTERM);
     let deadline = Instant::now() + KILL_GRACE;
     let mut status = tokio::time::timeout(KILL_GRACE, child.wait())
@@ -241,6 +263,7 @@ async fn terminate(pgid: i32, child: &mut tokio::process::Child) -> Option<ExitS
     if proc_output::group_alive(pgid) {
         proc_output::signal_group(pgid, libc::SIGKILL);
     }
+    launch.kill_all().await;
     if status.is_none() {
         status = tokio::time::timeout(Duration::from_secs(5), child.wait())
             .await

@@ -32,6 +32,11 @@ fn read_pid(path: &Path) -> i32 {
     }
 }
 
+/// The `local` backend: these tests follow host pids, which a sandbox's pid namespace renames.
+fn local() -> TestEnv {
+    env_with(|c| c.terminal.exec.backend = crate::config::terminal::BackendChoice::Local)
+}
+
 async fn wait_dead(pid: i32, within: Duration) -> bool {
     let deadline = Instant::now() + within;
     while Instant::now() < deadline {
@@ -108,20 +113,20 @@ async fn timeout_kills(t: &TestEnv, script: &str) {
 
 #[tokio::test]
 async fn timeout_kills_the_grandchild() {
-    let t = env();
+    let t = local();
     timeout_kills(&t, "").await;
 }
 
 #[tokio::test]
 async fn timeout_escalates_to_sigkill_when_sigterm_is_ignored() {
-    let t = env();
+    let t = local();
     // SIG_IGN is inherited across fork and exec, so both bash and sleep ignore SIGTERM.
     timeout_kills(&t, "trap '' TERM;").await;
 }
 
 #[tokio::test]
 async fn cancel_kills_the_group_and_reports_interruption() {
-    let t = env();
+    let t = local();
     let pid_file = t.path("gc.pid");
     let command = format!("sleep 300 & echo $! > {}; wait", pid_file.display());
     let cancel = t.ctx.cancel.clone();
@@ -153,7 +158,7 @@ async fn cancel_kills_the_group_and_reports_interruption() {
 async fn interrupt_paths_kill_the_group() {
     use crate::tools::registry::{ToolError, TypedTool};
     use crate::tools::terminal::{Terminal, TerminalArgs};
-    let t = env();
+    let t = local();
     let args = |pid_file: &Path| TerminalArgs {
         command: format!("sleep 300 & echo $! > {}; wait", pid_file.display()),
         timeout: Some(60),
@@ -175,7 +180,7 @@ async fn interrupt_paths_kill_the_group() {
         "grandchild {pid} survived"
     );
 
-    let t = env();
+    let t = local();
     let pid_file = t.path("b.pid");
     let run = Terminal.run(args(&pid_file), &t.ctx);
     assert!(
@@ -216,7 +221,7 @@ async fn output_is_capped_with_head_and_tail() {
 
 #[tokio::test]
 async fn background_process_holding_the_pipe_does_not_hang() {
-    let t = env();
+    let t = local();
     let started = Instant::now();
     let pid_file = t.path("bg.pid");
     let command = format!("sleep 30 & echo $! > {}; echo fg", pid_file.display());

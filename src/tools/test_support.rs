@@ -49,7 +49,12 @@ fn build(adjust: impl FnOnce(&mut Config), mode: ApprovalMode, deny: Vec<String>
         home.config_path(),
         Duration::from_secs(1),
     );
+    let skills = crate::skills::SkillStore::from_config(&config);
     let ctx = ToolContext {
+        skills,
+        role: Default::default(),
+        depth: 0,
+        delegator: None,
         config: Arc::new(config),
         cwd: work,
         session_id: "test-session".into(),

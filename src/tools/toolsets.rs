@@ -53,6 +53,12 @@ pub const BUILTIN: &[ToolsetSpec] = &[
         includes: &[],
     },
     ToolsetSpec {
+        name: "delegation",
+        description: "hand tasks to child agents",
+        tools: &["delegate_task"],
+        includes: &[],
+    },
+    ToolsetSpec {
         name: "debugging",
         description: "terminal plus files",
         tools: &[],
@@ -69,6 +75,7 @@ pub const BUILTIN: &[ToolsetSpec] = &[
             "skills",
             "memory",
             "session_search",
+            "delegation",
         ],
     },
 ];

@@ -80,22 +80,31 @@ impl Gw {
     /// Starts `hermes gateway run` serving only the API server on a free port; returns its
     /// base URL (`http://127.0.0.1:PORT`) once it accepts connections.
     pub fn start_api(&mut self, key: &str) -> String {
+        self.start_api_with(key, |_| {})
+    }
+
+    /// [`Gw::start_api`] with a last say on the command (e.g. resource limits).
+    pub fn start_api_with(
+        &mut self,
+        key: &str,
+        configure: impl FnOnce(&mut std::process::Command),
+    ) -> String {
         assert!(self.child.is_none(), "already running");
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        let child = self
+        let mut cmd = self
             .env
-            .spawnable(&self.llm.base_url(), &["gateway", "run"])
-            .env("API_SERVER_KEY", key)
+            .spawnable(&self.llm.base_url(), &["gateway", "run"]);
+        cmd.env("API_SERVER_KEY", key)
             .env("API_SERVER_PORT", port.to_string())
             .env("HERMES_RETRY_BASE_DELAY_MS", "5")
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
+            .stderr(std::process::Stdio::null());
+        configure(&mut cmd);
+        let child = cmd.spawn().unwrap();
         self.child = Some(child);
         let start = Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
@@ -129,6 +138,13 @@ impl Gw {
     /// SIGTERM; returns the exit status (a clean stop is success).
     pub fn stop(&mut self) -> ExitStatus {
         self.signal(libc::SIGTERM)
+    }
+
+    /// True while the gateway process runs.
+    pub fn running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| c.try_wait().ok().flatten().is_none())
     }
 
     pub fn kill(&mut self) {

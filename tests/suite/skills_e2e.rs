@@ -220,13 +220,13 @@ fn background_review_creates_then_patches_instead_of_duplicating() {
             .iter()
             .any(|m| m["role"] == "tool" && m["content"].as_str().unwrap_or("").contains("1,2"))
     );
-    let tools: Vec<String> = mock.requests()[3]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(tools, ["skill_manage", "skill_view", "skills_list"]);
+    // A cache-safe fork: the parent's exact tools array and its last request's messages as the
+    // byte-identical prefix (the provider's prompt cache hits from the first byte).
+    let (parent, fork) = (&mock.requests()[2], &mock.requests()[3]);
+    assert_eq!(fork["tools"], parent["tools"]);
+    assert!(parent["tools"].as_array().unwrap().len() > 3);
+    let sent = parent["messages"].as_array().unwrap();
+    assert_eq!(fork["messages"].as_array().unwrap()[..sent.len()], sent[..]);
     let skill_path = env.home_path().join("skills/data/csv-report/SKILL.md");
     assert_eq!(std::fs::read_to_string(&skill_path).unwrap(), CSV_SKILL);
     // Nothing of the review was stored as a session.
@@ -249,6 +249,12 @@ fn background_review_creates_then_patches_instead_of_duplicating() {
             "skill_manage",
             json!({"action": "patch", "name": "git-workflow", "old_string": "# Git workflow", "new_string": "# Mine"}),
         ),
+        // Offered in the (parent's) tools array, but outside the review's toolset.
+        Reply::tool_call(
+            "v6",
+            "terminal",
+            json!({"command": "echo escaped > escaped.txt"}),
+        ),
         Reply::text("Patched csv-report."),
     ]);
     let mock = MockLlm::with_script(script);
@@ -265,6 +271,12 @@ fn background_review_creates_then_patches_instead_of_duplicating() {
     );
     let refused = last_tool_result(&mock, 8);
     assert!(refused.contains("bundled with hermes"), "{refused}");
+    let refused = last_tool_result(&mock, 9);
+    assert!(
+        refused.contains("`terminal` is not available to the background skill review"),
+        "{refused}"
+    );
+    assert!(!env.cwd.path().join("escaped.txt").exists());
     let text = std::fs::read_to_string(&skill_path).unwrap();
     assert!(text.contains("3. Skip the header row."), "{text}");
     let git = std::fs::read_to_string(

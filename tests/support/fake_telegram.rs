@@ -121,6 +121,15 @@ impl FakeTelegram {
         uid
     }
 
+    /// The `message_id` of the message pushed as update `update_id` (what a reply quotes).
+    pub fn message_id(&self, update_id: i64) -> Option<i64> {
+        let s = lock(&self.shared);
+        s.all
+            .iter()
+            .find(|u| u["update_id"] == update_id)
+            .and_then(|u| u["message"]["message_id"].as_i64())
+    }
+
     /// Serves update `update_id` once more in the next `getUpdates`, whatever the offset.
     pub fn redeliver(&self, update_id: i64) {
         let mut s = lock(&self.shared);

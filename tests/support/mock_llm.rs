@@ -33,11 +33,15 @@ pub struct Recorded {
     pub body: Value,
     /// Header names lowercased; repeated headers joined with ", ".
     pub headers: BTreeMap<String, String>,
+    /// When the request arrived (to show that requests overlapped in time).
+    pub at: std::time::Instant,
 }
 
 #[derive(Default)]
 struct MockState {
     script: VecDeque<Reply>,
+    /// Replies for requests whose system message contains the key, served before `script`.
+    routed: Vec<(String, VecDeque<Reply>)>,
     requests: Vec<Recorded>,
     models: Vec<String>,
     /// SSE bodies whose client went away before the mock finished sending.
@@ -91,6 +95,19 @@ impl MockLlm {
     /// Appends a reply to the script (replies are served in FIFO order).
     pub fn push(&self, reply: Reply) -> &Self {
         lock(&self.shared).script.push_back(reply);
+        self
+    }
+
+    /// Queues a reply for requests whose system message contains `needle` (concurrent agents,
+    /// such as delegated children, each get their own script whatever order they arrive in).
+    pub fn push_for(&self, needle: &str, reply: Reply) -> &Self {
+        let mut state = lock(&self.shared);
+        match state.routed.iter_mut().find(|(k, _)| k == needle) {
+            Some((_, queue)) => queue.push_back(reply),
+            None => state
+                .routed
+                .push((needle.to_string(), VecDeque::from([reply]))),
+        }
         self
     }
 
@@ -164,6 +181,12 @@ enum Kind {
         content_type: &'static str,
     },
     RefuseStream,
+    /// A 200 event stream that only ever sends `: keep-alive` comments.
+    KeepAliveForever,
+    /// A 200 event stream of content chunks (this many chars each) that never ends.
+    Endless {
+        chunk: usize,
+    },
 }
 
 /// One scripted answer.
@@ -270,6 +293,23 @@ impl Reply {
     pub fn refuse_stream() -> Reply {
         Reply {
             kind: Kind::RefuseStream,
+            ..Reply::text("")
+        }
+    }
+
+    /// A stream that sends SSE keep-alive comments every 100 ms and nothing else, forever.
+    pub fn keepalive_forever() -> Reply {
+        Reply {
+            kind: Kind::KeepAliveForever,
+            ..Reply::text("")
+        }
+    }
+
+    /// A stream of `chunk`-char content deltas that never finishes (no finish_reason, no
+    /// `[DONE]`), for the answer cap.
+    pub fn endless(chunk: usize) -> Reply {
+        Reply {
+            kind: Kind::Endless { chunk },
             ..Reply::text("")
         }
     }
@@ -539,6 +579,35 @@ fn sse_body(reply: &Reply, events: Vec<String>, shared: Shared) -> Body {
     Body::from_stream(stream)
 }
 
+/// The body of a stream that never ends on its own (keep-alives, or endless content); counted
+/// as aborted when the client hangs up.
+fn forever_body(kind: &Kind, id: &str, model: &str, shared: Shared) -> Body {
+    let event = match kind {
+        Kind::Endless { chunk } => {
+            let delta = json!({"role": "assistant", "content": "x".repeat(*chunk)});
+            format!("data: {}\n\n", chunk_json(id, model, delta, None))
+        }
+        _ => ": keep-alive\n\n".to_string(),
+    };
+    let pause = match kind {
+        Kind::Endless { .. } => Duration::ZERO,
+        _ => Duration::from_millis(100),
+    };
+    let guard = StreamGuard {
+        shared,
+        finished: false,
+    };
+    let stream = futures::stream::unfold((event, guard), move |(event, guard)| async move {
+        if pause.is_zero() {
+            tokio::task::yield_now().await;
+        } else {
+            tokio::time::sleep(pause).await;
+        }
+        Some((Ok::<String, std::io::Error>(event.clone()), (event, guard)))
+    });
+    Body::from_stream(stream)
+}
+
 async fn chat_completions(
     State(shared): State<Shared>,
     headers: HeaderMap,
@@ -570,12 +639,22 @@ async fn chat_completions(
 
     let (number, reply) = {
         let mut state = lock(&shared);
+        let system = request["messages"][0]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         state.requests.push(Recorded {
             body: request,
             headers: recorded_headers,
+            at: std::time::Instant::now(),
         });
         let number = state.requests.len();
-        let mut reply = state.script.pop_front();
+        let routed = state
+            .routed
+            .iter_mut()
+            .find(|(needle, queue)| !queue.is_empty() && system.contains(needle.as_str()))
+            .and_then(|(_, queue)| queue.pop_front());
+        let mut reply = routed.or_else(|| state.script.pop_front());
         // A refusal only answers a streaming request; a plain request skips it.
         if !streaming && matches!(reply.as_ref().map(|r| &r.kind), Some(Kind::RefuseStream)) {
             reply = state.script.pop_front();
@@ -617,6 +696,11 @@ async fn chat_completions(
                                  "type": "invalid_request_error", "code": "stream_unsupported"}})
                 .to_string(),
             )),
+        Kind::KeepAliveForever | Kind::Endless { .. } => Response::builder()
+            .status(200)
+            .header("content-type", "text/event-stream")
+            .header("cache-control", "no-cache")
+            .body(forever_body(&reply.kind, &id, &model, shared.clone())),
         Kind::Answer { .. } if streaming => {
             let usage = include_usage.then(|| reply.usage_json(body.len()));
             let events = stream_events(&reply, &id, &model, usage);

@@ -182,6 +182,30 @@ pub(super) struct Delta {
     pub tool_calls: Option<Vec<ToolCallDelta>>,
 }
 
+impl Chunk {
+    /// Bytes of answer this chunk carries: text, reasoning and tool-call arguments.
+    pub fn payload_len(&self) -> usize {
+        let delta_len = |d: &Delta| {
+            let calls: usize = d
+                .tool_calls
+                .iter()
+                .flatten()
+                .filter_map(|c| c.function.as_ref()?.arguments.as_ref())
+                .map(|a| a.as_str().map_or_else(|| a.to_string().len(), str::len))
+                .sum();
+            d.content.as_ref().map_or(0, String::len)
+                + d.reasoning_text().map_or(0, str::len)
+                + calls
+        };
+        self.choices
+            .iter()
+            .flatten()
+            .filter_map(|c| c.delta.as_ref())
+            .map(delta_len)
+            .sum()
+    }
+}
+
 impl Delta {
     pub fn reasoning_text(&self) -> Option<&str> {
         [&self.reasoning_content, &self.reasoning]

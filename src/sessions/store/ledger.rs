@@ -36,9 +36,36 @@ pub struct Insights {
     pub by_source: Vec<(String, i64)>,
     /// `(tool, calls)`, most used first (at most 10).
     pub top_tools: Vec<(String, i64)>,
+    /// Delegated children of the period, each with its parent (their usage is included in the
+    /// totals above, though their sessions are not counted as sessions).
+    pub children: Vec<ChildUsage>,
+}
+
+/// Usage of one delegated child session.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChildUsage {
+    pub session_id: String,
+    pub parent_session_id: String,
+    pub api_calls: i64,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub estimated_cost_usd: f64,
 }
 
 impl SessionStore {
+    /// The sessions whose `parent_session_id` is `parent` (delegated children), oldest first.
+    pub fn child_sessions(&self, parent: &str) -> Result<Vec<super::SessionRow>, StoreError> {
+        self.read("read child sessions", |conn| {
+            let mut stmt = conn.prepare(&format!(
+                "SELECT {} FROM sessions WHERE parent_session_id = ?1 AND source = 'subagent'
+                 ORDER BY started_at, id",
+                super::rows::SESSION_COLUMNS
+            ))?;
+            stmt.query_map([parent], super::rows::session_row)?
+                .collect()
+        })
+    }
+
     /// Estimated spend (USD) of the sessions started at or after `since` (unix seconds).
     pub fn spend_since(&self, since: f64) -> Result<f64, StoreError> {
         self.read("sum recent spend", |conn| {
@@ -115,6 +142,32 @@ impl SessionStore {
             out.top_tools = stmt
                 .query_map(params![since], |r| Ok((r.get(0)?, r.get(1)?)))?
                 .collect::<Result<_, _>>()?;
+            let mut stmt = conn.prepare(
+                "SELECT id, parent_session_id, COALESCE(api_call_count,0), COALESCE(input_tokens,0),
+                    COALESCE(output_tokens,0), COALESCE(estimated_cost_usd,0.0)
+                 FROM sessions WHERE started_at >= ?1 AND source = 'subagent'
+                   AND parent_session_id IS NOT NULL AND parent_session_id != ''
+                 ORDER BY started_at, id",
+            )?;
+            out.children = stmt
+                .query_map(params![since], |r| {
+                    Ok(ChildUsage {
+                        session_id: r.get(0)?,
+                        parent_session_id: r.get(1)?,
+                        api_calls: r.get(2)?,
+                        input_tokens: r.get(3)?,
+                        output_tokens: r.get(4)?,
+                        estimated_cost_usd: r.get(5)?,
+                    })
+                })?
+                .collect::<Result<_, _>>()?;
+            // Children's spend rolls up into the totals.
+            for c in &out.children {
+                out.api_calls += c.api_calls;
+                out.input_tokens += c.input_tokens;
+                out.output_tokens += c.output_tokens;
+                out.estimated_cost_usd += c.estimated_cost_usd;
+            }
             Ok(out)
         })
     }

@@ -1,5 +1,6 @@
-//! An exclusive advisory lock (`flock`) on a lock file beside the memory files, so two hermes
-//! processes (the CLI and the gateway) never interleave a read-modify-write of MEMORY.md.
+//! An exclusive advisory lock (`flock`) on a lock file beside a data file, with a timeout, so two
+//! hermes processes (the CLI and the gateway) never interleave a read-modify-write of MEMORY.md,
+//! auth.json or skills/.usage.json, and a stuck holder cannot hang a writer forever.
 //!
 //! The lock file is separate from the data file because writes replace the data file by rename:
 //! a lock on the old inode would not exclude a writer that opened the new one.

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use crate::agent::background::{REVIEWS, Ticket};
+use crate::turn::admission::{Admission, Ticket};
 
 /// Sessions remembered at once.
 pub const MAX_SESSIONS: usize = 1024;
@@ -39,11 +39,16 @@ impl SessionCounts {
     /// Once the session's count reached `interval`: a place in the background review line, and
     /// the count starts again. `None` when not due yet, or when the line is full (the count then
     /// stays, so the next turn asks again).
-    pub fn take_due_review(&mut self, session: &str, interval: u64) -> Option<Ticket<'static>> {
+    pub fn take_due_review(
+        &mut self,
+        session: &str,
+        interval: u64,
+        line: &Admission,
+    ) -> Option<Ticket> {
         if self.get(session) < interval {
             return None;
         }
-        let Some(ticket) = REVIEWS.admit() else {
+        let Some(ticket) = line.admit() else {
             tracing::debug!(session, "background review deferred: reviews busy");
             return None;
         };

@@ -1,0 +1,137 @@
+//! The `ssh` backend: each command runs on `terminal.ssh_host` (`ssh_user`, `ssh_port`,
+//! `ssh_key`) through the system `ssh` client, non-interactively (BatchMode: a missing key is an
+//! error, never a password prompt). Output and exit code come back as for a local command.
+//!
+//! The remote side gets the same shape of limits through `ulimit` (processes, file size, CPU
+//! time), only the `terminal.env_passthrough` variables, and runs the command as a separate job
+//! watched through ssh's stdin: when hermes stops the command (or dies), the connection closes,
+//! the watcher reads EOF and kills the remote job's process group.
+
+use crate::config::Config;
+
+use super::Request;
+
+/// `ssh` arguments for one command.
+pub fn args(config: &Config, req: &Request<'_>) -> Result<Vec<String>, String> {
+    let s = &config.terminal.exec;
+    let host = s
+        .ssh
+        .host
+        .as_deref()
+        .ok_or("terminal.backend is ssh but terminal.ssh_host is not set")?;
+    let mut a: Vec<String> = vec![
+        "-T".into(),
+        "-o".into(),
+        "BatchMode=yes".into(),
+        "-o".into(),
+        "StrictHostKeyChecking=accept-new".into(),
+        "-o".into(),
+        "ConnectTimeout=10".into(),
+    ];
+    if let Some(port) = s.ssh.port {
+        a.extend(["-p".into(), port.to_string()]);
+    }
+    if let Some(key) = &s.ssh.key {
+        a.extend([
+            "-i".into(),
+            key.display().to_string(),
+            "-o".into(),
+            "IdentitiesOnly=yes".into(),
+        ]);
+    }
+    if let Some(user) = &s.ssh.user {
+        a.extend(["-l".into(), user.clone()]);
+    }
+    a.push(host.to_string());
+    a.push("--".into());
+    a.push(remote_script(config, req));
+    Ok(a)
+}
+
+/// The script the remote login shell runs.
+fn remote_script(config: &Config, req: &Request<'_>) -> String {
+    let s = &config.terminal.exec;
+    let mut script = String::new();
+    script.push_str(&format!(
+        "cd {} 2>/dev/null || true; ",
+        quote(&req.workdir.display().to_string())
+    ));
+    script.push_str(&format!("ulimit -u {} 2>/dev/null; ", s.max_processes));
+    if s.max_file_size_mb > 0 {
+        // ulimit -f counts 1024-byte blocks.
+        script.push_str(&format!(
+            "ulimit -f {} 2>/dev/null; ",
+            s.max_file_size_mb.saturating_mul(1024)
+        ));
+    }
+    script.push_str(&format!(
+        "ulimit -t {} 2>/dev/null; ",
+        req.timeout.as_secs().max(1)
+    ));
+    for (k, v) in super::env::scrubbed(config, std::env::vars()) {
+        if s.env_passthrough.contains(&k) || k == "PAGER" || k == "GIT_PAGER" {
+            script.push_str(&format!("export {k}={}; ", quote(&v)));
+        }
+    }
+    // Job control gives the command its own process group; the watcher kills that group when
+    // ssh's stdin closes (hermes stopped the command or died).
+    script.push_str(&format!(
+        "set -m; sh -c {} </dev/null & p=$!; (cat >/dev/null; kill -9 -$p 2>/dev/null) & w=$!; wait $p; rc=$?; kill $w 2>/dev/null; exit $rc",
+        quote(req.command)
+    ));
+    script
+}
+
+/// Single-quotes `s` for a POSIX shell.
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// The ssh client's own environment (agent socket, config lookup); never reaches the remote.
+pub fn client_env() -> Vec<(String, String)> {
+    std::env::vars()
+        .filter(|(k, _)| {
+            matches!(
+                k.as_str(),
+                "PATH" | "HOME" | "USER" | "SSH_AUTH_SOCK" | "LANG"
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{EnvVars, HermesHome};
+    use std::path::Path;
+    use std::time::Duration;
+
+    #[test]
+    fn arguments_name_host_port_key_and_quote_the_command() {
+        let mut c = Config::defaults(HermesHome::new("/h"), EnvVars::default());
+        c.terminal.exec.ssh.host = Some("box".into());
+        c.terminal.exec.ssh.port = Some(2222);
+        c.terminal.exec.ssh.user = Some("me".into());
+        c.terminal.exec.ssh.key = Some("/k/id".into());
+        let req = Request {
+            shell: Path::new("/bin/sh"),
+            command: "echo 'hi'",
+            cwd: Path::new("/p"),
+            workdir: Path::new("/p"),
+            timeout: Duration::from_secs(30),
+        };
+        let a = args(&c, &req).unwrap();
+        let joined = a.join(" ");
+        assert!(
+            joined.contains("-p 2222")
+                && joined.contains("-i /k/id")
+                && joined.contains("-l me box --"),
+            "{joined}"
+        );
+        let script = a.last().unwrap();
+        assert!(script.contains(r"sh -c 'echo '\''hi'\'''"), "{script}");
+        assert!(script.starts_with("cd '/p'"), "{script}");
+        c.terminal.exec.ssh.host = None;
+        assert!(args(&c, &req).is_err());
+    }
+}
