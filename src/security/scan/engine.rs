@@ -10,7 +10,7 @@
 //! few milliseconds).
 
 use std::collections::HashMap;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use regex::bytes::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 
@@ -59,7 +59,24 @@ const MAX_HITS_PER_RULE: usize = 5;
 struct Compiled {
     rules: Vec<&'static Rule>,
     set: Option<RegexSet>,
-    each: Vec<Option<Regex>>,
+    /// Each rule on its own, compiled the first time the set says it matched (most never do,
+    /// and compiling all of them would double the start-up cost).
+    each: Vec<OnceLock<Option<Regex>>>,
+}
+
+impl Compiled {
+    fn rule_regex(&self, i: usize) -> Option<&Regex> {
+        self.each[i]
+            .get_or_init(|| {
+                let r = self.rules[i];
+                builder(r.regex)
+                    .map_err(
+                        |e| tracing::error!(id = r.id, error = %e, "scan rule does not compile"),
+                    )
+                    .ok()
+            })
+            .as_ref()
+    }
 }
 
 pub(super) fn rules() -> impl Iterator<Item = &'static Rule> {
@@ -84,31 +101,16 @@ fn builder(pattern: &str) -> Result<Regex, regex::Error> {
 
 static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     let rules: Vec<&'static Rule> = rules().collect();
-    let each: Vec<Option<Regex>> = rules
-        .iter()
-        .map(|r| {
-            builder(r.regex)
-                .map_err(|e| tracing::error!(id = r.id, error = %e, "scan rule does not compile"))
-                .ok()
-        })
-        .collect();
-    // Only rules that compiled go into the set (a never-matching stand-in keeps the indices),
-    // so one bad row cannot disable the scanner.
-    let set = RegexSetBuilder::new(rules.iter().zip(&each).map(|(r, re)| {
-        if re.is_some() {
-            r.regex
-        } else {
-            "[^\\x00-\\xff]"
-        }
-    }))
-    .case_insensitive(true)
-    .multi_line(true)
-    .unicode(false)
-    .size_limit(64 << 20)
-    .dfa_size_limit(64 << 20)
-    .build()
-    .map_err(|e| tracing::error!(error = %e, "scan rule set does not compile"))
-    .ok();
+    let set = RegexSetBuilder::new(rules.iter().map(|r| r.regex))
+        .case_insensitive(true)
+        .multi_line(true)
+        .unicode(false)
+        .size_limit(64 << 20)
+        .dfa_size_limit(64 << 20)
+        .build()
+        .map_err(|e| tracing::error!(error = %e, "scan rule set does not compile; every rule runs on its own"))
+        .ok();
+    let each = rules.iter().map(|_| OnceLock::new()).collect();
     Compiled { rules, set, each }
 });
 
@@ -139,6 +141,8 @@ impl Lines<'_> {
 pub(super) fn run(text: &str, bit: u8) -> Vec<Finding> {
     let compiled = &*COMPILED;
     let bytes = text.as_bytes();
+    // Without the set (a rule that does not compile — the tests forbid it), every rule runs
+    // on its own: slower, never blind.
     let matched: Vec<usize> = match &compiled.set {
         Some(set) => set.matches(bytes).into_iter().collect(),
         None => (0..compiled.rules.len()).collect(),
@@ -161,7 +165,10 @@ pub(super) fn run(text: &str, bit: u8) -> Vec<Finding> {
         let rule = compiled.rules[i];
         let reported = rule.reach & bit != 0;
         let signal = wanted_signals.contains(&rule.id);
-        let (true, Some(re)) = (reported || signal, &compiled.each[i]) else {
+        if !(reported || signal) {
+            continue;
+        }
+        let Some(re) = compiled.rule_regex(i) else {
             continue;
         };
         let mut last_line = 0;
