@@ -5,6 +5,7 @@
 //! names the key and the file (a typo must not be silently ignored); sections only Python Hermes
 //! uses are accepted and left alone, so an existing `~/.hermes` keeps working.
 
+pub mod checkpoints;
 pub mod delegation;
 pub mod home;
 pub mod model_limits;
@@ -128,6 +129,10 @@ impl EnvVars {
             .map(String::as_str)
             .filter(|v| !v.is_empty())
     }
+    /// Every variable (for finding the secret ones to redact).
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
     pub fn set(&mut self, key: impl Into<String>, value: impl Into<String>) {
         self.0.insert(key.into(), value.into());
     }
@@ -161,22 +166,6 @@ impl EnvVars {
     }
 }
 
-impl EnvVars {
-    /// The (name, value) pairs whose name says they hold a secret (`*_API_KEY`, `*_TOKEN`,
-    /// `*_SECRET`, `*PASSWORD*`, …): values memory refuses to store.
-    pub fn secrets(&self) -> Vec<(String, String)> {
-        const MARKS: &[&str] = &["KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"];
-        self.0
-            .iter()
-            .filter(|(k, v)| {
-                let upper = k.to_ascii_uppercase();
-                !v.is_empty() && MARKS.iter().any(|m| upper.contains(m))
-            })
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
-    }
-}
-
 impl fmt::Debug for EnvVars {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "EnvVars({} vars)", self.0.len())
@@ -201,6 +190,7 @@ pub struct Config {
     /// Timeouts and answer cap of one model call (`agent.request_timeout`, ...).
     pub model_limits: model_limits::ModelLimits,
     pub security: SecurityConfig,
+    pub checkpoints: checkpoints::CheckpointsConfig,
     /// The whole document after `${VAR}` expansion, for later subsystems' sections.
     pub raw: Value,
 }
@@ -238,6 +228,7 @@ impl Config {
             env,
             model_limits: model_limits::ModelLimits::default(),
             security: SecurityConfig::default(),
+            checkpoints: checkpoints::CheckpointsConfig::default(),
             raw: Value::Null,
         }
     }
@@ -416,6 +407,7 @@ fn apply(
         config.context_file_max_chars = Some(v);
     }
     config.security = security::parse(map, &config.env, path)?;
+    config.checkpoints = checkpoints::parse(map, path)?;
     Ok(())
 }
 

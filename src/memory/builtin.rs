@@ -183,7 +183,7 @@ impl MemoryStore {
             config.home.memories_dir(),
             MemorySettings::from_config(config),
         )
-        .with_secrets(LoadedSecrets(config.env.secrets()))
+        .with_secrets(LoadedSecrets::from_config(config))
     }
 
     /// The same store, refusing entries that contain any of `secrets`.

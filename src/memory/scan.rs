@@ -9,9 +9,33 @@
 
 use crate::security::scan::{self, Origin, Verdict};
 
-/// The secrets hermes has loaded, as (variable name, value); `Debug` never shows the values.
+/// The secrets hermes has loaded, as (what it is, value); `Debug` never shows the values.
 #[derive(Clone, Default)]
 pub struct LoadedSecrets(pub Vec<(String, String)>);
+
+impl LoadedSecrets {
+    /// The secret set of `security::secrets`, named by environment variable where it is one.
+    pub fn from_config(config: &crate::config::Config) -> Self {
+        let named: Vec<(String, String)> = config
+            .env
+            .iter()
+            .filter(|(_, value)| !value.is_empty())
+            .map(|(name, value)| (name.to_string(), value.to_string()))
+            .collect();
+        let pairs = crate::security::secrets::collect(config)
+            .into_iter()
+            .map(|value| {
+                let name = named
+                    .iter()
+                    .find(|(_, v)| *v == value)
+                    .map(|(n, _)| n.clone())
+                    .unwrap_or_else(|| "a key from auth.json or config.yaml".to_string());
+                (name, value)
+            })
+            .collect();
+        LoadedSecrets(pairs)
+    }
+}
 
 impl std::fmt::Debug for LoadedSecrets {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -7,3 +7,5 @@ pub mod protected;
 pub mod redact;
 pub mod sandbox;
 pub mod scan;
+pub mod secrets;
+pub mod shield;
