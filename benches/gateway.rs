@@ -119,6 +119,22 @@ fn print_bands(busy: &[u64], quiet: &[u64]) {
     }
 }
 
+/// The busy peak of the first and the last quarter of the soak (target: within 3 MiB).
+fn print_quarter_peaks(busy: &[u64]) {
+    let quarter = busy.len() / 4;
+    if quarter == 0 {
+        return;
+    }
+    let peak = |v: &[u64]| v.iter().max().copied().unwrap_or(0);
+    let (first, last) = (peak(&busy[..quarter]), peak(&busy[busy.len() - quarter..]));
+    println!(
+        "busy peak: first quarter {}, last quarter {} ({:+.1} MiB; target within 3 MiB)",
+        mib(first),
+        mib(last),
+        (last as f64 - first as f64) / 1024.0
+    );
+}
+
 fn main() {
     let bin = env!("CARGO_BIN_EXE_hermes");
     let home_dir = tempfile::tempdir().unwrap();
@@ -260,6 +276,7 @@ fn main() {
         list(&quiet)
     );
     print_bands(&busy, &quiet);
+    print_quarter_peaks(&busy);
     print_steady_state("busy", &busy);
     print_steady_state("quiet", &quiet);
     if wrapped {

@@ -62,7 +62,12 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
-        .build()?;
+        .build()
+        .map_err(|e| {
+            CliError::Setup(format!(
+                "cannot start hermes's worker threads ({e}): the system is out of threads or processes; try again when fewer programs run"
+            ))
+        })?;
     match cli.command {
         Some(args::Command::Sessions { action }) => {
             let store = setup::open_store(&config)?;

@@ -526,6 +526,64 @@ mod tests {
         assert!(!authorised(&h, "k1"));
     }
 
+    fn config(env: &[(&str, &str)], raw: Value) -> crate::config::Config {
+        let mut vars = crate::config::EnvVars::default();
+        for (k, v) in env {
+            vars.set(*k, *v);
+        }
+        let mut c = crate::config::Config::defaults(crate::config::HermesHome::new("/tmp/x"), vars);
+        c.raw = raw;
+        c
+    }
+
+    #[test]
+    fn short_or_missing_keys_are_refused_on_any_address() {
+        let err = |env: &[(&str, &str)]| {
+            ApiServerConfig::from_config(&config(env, Value::Null))
+                .unwrap()
+                .unwrap_err()
+        };
+        let e = err(&[("API_SERVER_KEY", "x"), ("API_SERVER_HOST", "0.0.0.0")]);
+        assert!(e.contains("too short (1 characters)"), "{e}");
+        let e = err(&[("API_SERVER_KEY", "fifteen-chars-k")]);
+        assert!(e.contains("at least 16"), "{e}");
+        let e = err(&[("API_SERVER_ENABLED", "1"), ("API_SERVER_HOST", "0.0.0.0")]);
+        assert!(
+            e.contains("API_SERVER_KEY is empty") && e.contains("0.0.0.0"),
+            "{e}"
+        );
+        let ok = ApiServerConfig::from_config(&config(
+            &[
+                ("API_SERVER_KEY", "sixteen-chars-ok"),
+                ("API_SERVER_HOST", "0.0.0.0"),
+            ],
+            Value::Null,
+        ))
+        .unwrap()
+        .unwrap();
+        assert_eq!(ok.max_concurrent, 10);
+        assert_eq!(ok.limits, ConnectionLimits::default());
+    }
+
+    #[test]
+    fn limits_come_from_the_gateway_section() {
+        let key = [("API_SERVER_KEY", "sixteen-chars-ok")];
+        let parsed = |raw: Value| ApiServerConfig::from_config(&config(&key, raw)).unwrap();
+        let c = parsed(json!({"gateway": {"api_server": {"max_concurrent_runs": 3,
+            "header_timeout": 1.5, "max_connections": 7, "max_connections_per_ip": 2}}}))
+        .unwrap();
+        assert_eq!(c.max_concurrent, 3);
+        assert_eq!(c.limits.header_timeout, Duration::from_millis(1500));
+        assert_eq!((c.limits.max_connections, c.limits.max_per_ip), (7, 2));
+        let c = parsed(
+            json!({"gateway": {"api_server": {"max_concurrent": 4, "max_concurrent_runs": 3}}}),
+        )
+        .unwrap();
+        assert_eq!(c.max_concurrent, 4, "our name wins over Python's");
+        let e = parsed(json!({"gateway": {"api_server": {"max_connections": -1}}})).unwrap_err();
+        assert!(e.contains("gateway.api_server.max_connections"), "{e}");
+    }
+
     #[test]
     fn last_user_message_is_the_turn() {
         let body = json!({"messages": [

@@ -3,9 +3,11 @@
 //! chunked delivery and event hooks.
 //!
 //! Files: `platform.rs` (adapter trait, events, session keys), `telegram.rs` (Bot API),
-//! `runner.rs` (supervision, intake, routing), `session.rs` (per-session worker), `ledger.rs`
-//! (exactly-once records and delivery), `delivery.rs` (chunking), `hooks.rs`, `api_server.rs`
-//! (OpenAI-compatible HTTP front end), `memory_trim.rs` and `retention.rs` (long-run upkeep).
+//! `runner.rs` (supervision, intake, routing, the per-chat inbox cap), `settings.rs` (knobs and
+//! who is allowed), `session.rs` (per-session worker; a panic in a turn stays in its chat),
+//! `ledger.rs` (exactly-once records and delivery), `delivery.rs` (chunking), `hooks.rs`,
+//! `api_server.rs` (OpenAI-compatible HTTP front end) on `api_listener.rs` (accept loop with
+//! timeouts and connection caps), `memory_trim.rs` and `retention.rs` (long-run upkeep).
 
 pub mod api_listener;
 pub mod api_server;
@@ -18,6 +20,7 @@ pub mod platform;
 pub mod retention;
 pub mod runner;
 pub mod session;
+pub mod settings;
 pub mod telegram;
 
 use std::sync::Arc;

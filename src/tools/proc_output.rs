@@ -168,7 +168,8 @@ impl GroupGuard {
         self.tasks.push(task);
     }
 
-    /// The command finished normally: leave any background processes it started alone.
+    /// The command finished normally: its group is not signalled (the backend's cgroup or pid
+    /// namespace, where there is one, still ends what the command left running).
     pub fn disarm(&mut self) {
         self.armed = false;
     }

@@ -236,7 +236,7 @@ async fn background_process_holding_the_pipe_does_not_hang() {
     assert!(out.ends_with("[exit code: 0]"), "{out}");
     assert!(started.elapsed() < Duration::from_secs(5));
     let pid = read_pid(&pid_file);
-    // The background sleep was left running on purpose; clean it up.
+    // Without a cgroup (not root, no delegation) the background sleep outlives the command.
     unsafe {
         libc::kill(pid, libc::SIGKILL);
     }
@@ -270,4 +270,22 @@ fn a_shell_is_found() {
     let terminal = tool.get("terminal").unwrap();
     assert!(terminal.check_available(&t.ctx.config).is_ok());
     assert!(!terminal.read_only());
+}
+
+/// In the sandbox a timed-out command's background work dies with it (pid namespace + cgroup).
+#[tokio::test]
+async fn sandbox_timeout_kills_background_work() {
+    if let Err(why) = &crate::security::sandbox::detect::machine().bwrap {
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    let t = env_with(|c| c.terminal.exec.backend = crate::config::terminal::BackendChoice::Sandbox);
+    let late = t.path("late");
+    let command = format!("(sleep 2; touch {}) & sleep 30", late.display());
+    let out = t
+        .ok("terminal", json!({"command": command, "timeout": 1}))
+        .await;
+    assert!(out.contains("[killed after timeout 1s"), "{out}");
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(!late.exists(), "background work outlived the command");
 }

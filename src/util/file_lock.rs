@@ -26,6 +26,13 @@ pub enum LockError {
         "another hermes process has held {path} for over {waited:?}; try again, or remove the file if no hermes is running"
     )]
     Timeout { path: PathBuf, waited: Duration },
+    #[error(
+        "cannot wait for the lock on {path}: no thread could be started ({source}); the system is out of threads or processes, try again when fewer programs run"
+    )]
+    NoThread {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot lock {path}: {source}")]
     Lock {
         path: PathBuf,
@@ -65,20 +72,29 @@ impl FileLock {
             source,
         })?;
         let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let result = loop {
-                // SAFETY: `flock` only reads the descriptor, which `waiter` keeps open.
-                let rc = unsafe { libc::flock(waiter.as_raw_fd(), libc::LOCK_EX) };
-                if rc == 0 {
-                    break Ok(());
-                }
-                let err = std::io::Error::last_os_error();
-                if err.raw_os_error() != Some(libc::EINTR) {
-                    break Err(err);
-                }
-            };
-            let _ = tx.send(result.map(|()| waiter));
-        });
+        // `thread::spawn` panics when the system is out of threads; this says so instead.
+        let spawned = std::thread::Builder::new()
+            .name("flock-wait".into())
+            .spawn(move || {
+                let result = loop {
+                    // SAFETY: `flock` only reads the descriptor, which `waiter` keeps open.
+                    let rc = unsafe { libc::flock(waiter.as_raw_fd(), libc::LOCK_EX) };
+                    if rc == 0 {
+                        break Ok(());
+                    }
+                    let err = std::io::Error::last_os_error();
+                    if err.raw_os_error() != Some(libc::EINTR) {
+                        break Err(err);
+                    }
+                };
+                let _ = tx.send(result.map(|()| waiter));
+            });
+        if let Err(source) = spawned {
+            return Err(LockError::NoThread {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
         match rx.recv_timeout(timeout) {
             Ok(Ok(held)) => {
                 drop(file);

@@ -110,10 +110,44 @@ fn mount_point(mountinfo: &str, v2: bool, controllers: &str) -> Option<PathBuf> 
     })
 }
 
-/// The limits one command gets, with the cgroups made for it. Dropping it kills what is left in
-/// the cgroups and removes them.
+/// Empty command cgroups kept for the session's next command: creating and removing a cgroup
+/// takes a kernel-wide lock and costs milliseconds on a busy machine. Dropping the pool (the
+/// session ends) removes them.
+#[derive(Debug, Default)]
+pub struct CgroupPool {
+    idle: std::sync::Mutex<Vec<PathBuf>>,
+}
+
+impl CgroupPool {
+    fn take(&self, parent: &Path) -> Option<PathBuf> {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        let at = idle.iter().position(|d| d.parent() == Some(parent))?;
+        Some(idle.swap_remove(at))
+    }
+
+    fn give_back(&self, dir: PathBuf) {
+        self.idle
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(dir);
+    }
+}
+
+impl Drop for CgroupPool {
+    fn drop(&mut self) {
+        let idle = std::mem::take(&mut *self.idle.lock().unwrap_or_else(|p| p.into_inner()));
+        for dir in idle {
+            kill_cgroup(&dir);
+            let _ = std::fs::remove_dir(&dir);
+        }
+    }
+}
+
+/// The limits one command gets, with the cgroups it runs in. Dropping it kills what is left in
+/// the cgroups and hands them back to the session's pool.
 #[derive(Debug)]
 pub struct CommandLimits {
+    pool: std::sync::Arc<CgroupPool>,
     groups: Vec<PathBuf>,
     /// `cgroup.procs` of each group, opened before the fork: the child joins by writing "0".
     join: Vec<std::fs::File>,
@@ -181,8 +215,14 @@ static SEQ: AtomicU64 = AtomicU64::new(0);
 impl CommandLimits {
     /// Creates the cgroups for one command. A cgroup that cannot be made falls back to rlimits;
     /// the reason was already reported by `detect`.
-    pub fn new(f: &Facilities, settings: &ExecSettings, cpu: Duration) -> CommandLimits {
+    pub fn new(
+        f: &Facilities,
+        settings: &ExecSettings,
+        cpu: Duration,
+        pool: &std::sync::Arc<CgroupPool>,
+    ) -> CommandLimits {
         let mut limits = CommandLimits {
+            pool: pool.clone(),
             groups: Vec::new(),
             join: Vec::new(),
             rlimits: Vec::new(),
@@ -232,10 +272,16 @@ impl CommandLimits {
     }
 
     fn add_group(&mut self, h: &Hierarchy, name: &str, file: &str, value: &str) -> bool {
-        let dir = h.dir.join(name);
-        if std::fs::create_dir(&dir).is_err() {
-            return false;
-        }
+        let dir = match self.pool.take(&h.dir) {
+            Some(dir) => dir,
+            None => {
+                let dir = h.dir.join(name);
+                if std::fs::create_dir(&dir).is_err() {
+                    return false;
+                }
+                dir
+            }
+        };
         let procs = std::fs::OpenOptions::new()
             .write(true)
             .open(dir.join("cgroup.procs"));
@@ -319,34 +365,44 @@ impl CommandLimits {
 }
 
 impl Drop for CommandLimits {
+    /// The command is over: what it left running goes with it (as in the sandbox, whose pid
+    /// namespace ends with the shell) — moving it out of the cgroup would lift its limits, and a
+    /// leftover directory would block the removal of the cgroup hermes itself runs in.
     fn drop(&mut self) {
-        for dir in &self.groups {
-            // Busy (background processes left running): leave it; the next start sweeps it.
-            let _ = std::fs::remove_dir(dir);
+        for dir in self.groups.drain(..) {
+            if kill_cgroup(&dir) {
+                self.pool.give_back(dir);
+            } else if let Err(e) = std::fs::remove_dir(&dir) {
+                tracing::warn!(cgroup = %dir.display(), error = %e, "cannot remove a command's cgroup");
+            }
         }
     }
 }
 
 /// SIGKILL to everything in a cgroup, repeated while new processes appear (a fork bomb races).
-fn kill_cgroup(dir: &Path) {
-    if let Ok(mut f) = std::fs::OpenOptions::new()
-        .write(true)
-        .open(dir.join("cgroup.kill"))
-        && f.write_all(b"1").is_ok()
-    {
-        return;
-    }
+/// Returns whether the cgroup is empty now.
+fn kill_cgroup(dir: &Path) -> bool {
+    let procs = || -> Vec<i32> {
+        std::fs::read_to_string(dir.join("cgroup.procs"))
+            .map(|text| text.lines().filter_map(|l| l.trim().parse().ok()).collect())
+            .unwrap_or_default()
+    };
+    let mut use_kill_file = true;
     for _ in 0..200 {
-        let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
-        let pids: Vec<i32> = procs
-            .lines()
-            .filter_map(|l| l.trim().parse().ok())
-            .collect();
+        let pids = procs();
         if pids.is_empty() {
-            return;
+            return true;
         }
-        for pid in pids {
-            if pid > 1 {
+        // cgroup v2 kills the whole tree at once; v1 needs one kill(2) per process.
+        if use_kill_file {
+            use_kill_file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(dir.join("cgroup.kill"))
+                .and_then(|mut f| f.write_all(b"1"))
+                .is_ok();
+        }
+        if !use_kill_file {
+            for pid in pids.into_iter().filter(|p| *p > 1) {
                 // SAFETY: kill(2) on a pid read from our own command's cgroup.
                 unsafe {
                     libc::kill(pid, libc::SIGKILL);
@@ -355,6 +411,7 @@ fn kill_cgroup(dir: &Path) {
         }
         std::thread::sleep(Duration::from_millis(2));
     }
+    procs().is_empty()
 }
 
 /// Kills and removes cgroups left by a hermes that died (its pid in the name is gone).

@@ -37,6 +37,7 @@ use crate::security::protected::ProtectedPaths;
 pub struct SessionTerminal {
     pub container: SessionContainer,
     protected: std::sync::OnceLock<ProtectedPaths>,
+    cgroups: std::sync::Arc<limits::CgroupPool>,
 }
 
 /// Why a command could not be started.
@@ -102,7 +103,12 @@ pub async fn launch(
     detect::warn_once(&detect::gaps(settings, machine, backend));
     match backend {
         Backend::Local | Backend::Sandbox => {
-            let limits = limits::CommandLimits::new(&machine.limits, settings, req.timeout);
+            let limits = limits::CommandLimits::new(
+                &machine.limits,
+                settings,
+                req.timeout,
+                &session.cgroups,
+            );
             let mut cmd = match (&machine.bwrap, backend) {
                 (Ok(bwrap), Backend::Sandbox) => {
                     let mut c = tokio::process::Command::new(bwrap);

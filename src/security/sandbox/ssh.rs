@@ -27,6 +27,8 @@ pub fn args(config: &Config, req: &Request<'_>) -> Result<Vec<String>, String> {
         "StrictHostKeyChecking=accept-new".into(),
         "-o".into(),
         "ConnectTimeout=10".into(),
+        "-o".into(),
+        "LogLevel=ERROR".into(),
     ];
     if let Some(port) = s.ssh.port {
         a.extend(["-p".into(), port.to_string()]);
@@ -73,10 +75,14 @@ fn remote_script(config: &Config, req: &Request<'_>) -> String {
             script.push_str(&format!("export {k}={}; ", quote(&v)));
         }
     }
-    // Job control gives the command its own process group; the watcher kills that group when
-    // ssh's stdin closes (hermes stopped the command or died).
+    // The command gets its own process group (setsid where available); the watcher kills that
+    // group when ssh's stdin closes (hermes stopped the command or died). A background job's
+    // stdin is /dev/null in a shell without job control, so the watcher reads a copy (fd 3).
     script.push_str(&format!(
-        "set -m; sh -c {} </dev/null & p=$!; (cat >/dev/null; kill -9 -$p 2>/dev/null) & w=$!; wait $p; rc=$?; kill $w 2>/dev/null; exit $rc",
+        "c={}; exec 3<&0; if command -v setsid >/dev/null 2>&1; then setsid sh -c \"$c\" </dev/null & \
+         else sh -c \"$c\" </dev/null & fi; p=$!; \
+         (cat <&3 >/dev/null; kill -9 -$p 2>/dev/null || kill -9 $p) >/dev/null 2>&1 & w=$!; \
+         wait $p; rc=$?; kill $w 2>/dev/null; exit $rc",
         quote(req.command)
     ));
     script
@@ -129,7 +135,7 @@ mod tests {
             "{joined}"
         );
         let script = a.last().unwrap();
-        assert!(script.contains(r"sh -c 'echo '\''hi'\'''"), "{script}");
+        assert!(script.contains(r"c='echo '\''hi'\'''; "), "{script}");
         assert!(script.starts_with("cd '/p'"), "{script}");
         c.terminal.exec.ssh.host = None;
         assert!(args(&c, &req).is_err());
