@@ -65,6 +65,14 @@ fn main() {
     let home = tempfile::tempdir().unwrap();
     let config = Config::defaults(HermesHome::new(home.path()), EnvVars::default());
     let store = SessionStore::open(&home.path().join("state.db")).unwrap();
+    // Recorded children point at their parent's session row.
+    store
+        .create_session(&hermes::sessions::NewSession {
+            id: "bench-parent".into(),
+            source: "cli".into(),
+            ..Default::default()
+        })
+        .unwrap();
     let services = Arc::new(Services::new(Arc::new(config), Arc::new(store)));
     let mock = MockLlm::start();
     let client =
