@@ -5,6 +5,7 @@
 //! names the key and the file (a typo must not be silently ignored); sections only Python Hermes
 //! uses are accepted and left alone, so an existing `~/.hermes` keeps working.
 
+pub mod checkpoints;
 pub mod delegation;
 pub mod home;
 pub mod model_limits;
@@ -128,6 +129,10 @@ impl EnvVars {
             .map(String::as_str)
             .filter(|v| !v.is_empty())
     }
+    /// Every variable (for finding the secret ones to redact).
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
     pub fn set(&mut self, key: impl Into<String>, value: impl Into<String>) {
         self.0.insert(key.into(), value.into());
     }
@@ -185,6 +190,7 @@ pub struct Config {
     /// Timeouts and answer cap of one model call (`agent.request_timeout`, ...).
     pub model_limits: model_limits::ModelLimits,
     pub security: SecurityConfig,
+    pub checkpoints: checkpoints::CheckpointsConfig,
     /// The whole document after `${VAR}` expansion, for later subsystems' sections.
     pub raw: Value,
 }
@@ -222,6 +228,7 @@ impl Config {
             env,
             model_limits: model_limits::ModelLimits::default(),
             security: SecurityConfig::default(),
+            checkpoints: checkpoints::CheckpointsConfig::default(),
             raw: Value::Null,
         }
     }
@@ -400,6 +407,7 @@ fn apply(
         config.context_file_max_chars = Some(v);
     }
     config.security = security::parse(map, &config.env, path)?;
+    config.checkpoints = checkpoints::parse(map, path)?;
     Ok(())
 }
 

@@ -129,6 +129,13 @@ impl PlatformCtx {
         }
     }
 
+    /// Sends a notice without holding up the intake: a rate-limited send (Telegram can ask for
+    /// 30 s) must not delay every other chat's messages behind it.
+    fn notify_later(self: &Arc<Self>, event: &MessageEvent, text: String) {
+        let (ctx, event) = (self.clone(), event.clone());
+        tokio::spawn(async move { ctx.notify(&event, &text).await });
+    }
+
     /// Puts an accepted message in its session's inbox (spawning the worker if needed).
     fn dispatch(self: &Arc<Self>, key: String, event: MessageEvent) -> usize {
         let mut sessions = lock(&self.sessions);
@@ -269,7 +276,7 @@ impl PlatformCtx {
                 let text = format!(
                     "Busy — this message was not queued: {cap} messages are already waiting. Messages sent before those are answered are not queued either; send it again later."
                 );
-                self.notify(&event, &text).await;
+                self.notify_later(&event, text);
             }
             return Ok(());
         }
@@ -282,7 +289,7 @@ impl PlatformCtx {
         // must not become 500 sends, which delayed every other chat behind the rate limit).
         if ahead == 1 {
             let text = "Queued; I will answer after the current reply (and messages you send meanwhile, in order).";
-            self.notify(&event, text).await;
+            self.notify_later(&event, text.to_string());
         }
         Ok(())
     }

@@ -215,3 +215,25 @@ impl<W: WireStream> Driver<W> {
         self.finished = true;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cap_error_says_the_size_and_whether_the_end_had_arrived() {
+        let open = answer_too_large(16 * 1024 * 1024, false);
+        assert!(open.body.contains("16.0 MiB"), "{}", open.body);
+        assert!(open.body.contains("no [DONE]"), "{}", open.body);
+        assert!(
+            !open.reason.is_retryable(),
+            "the same request would run away again"
+        );
+        let done = answer_too_large(1024 * 1024, true);
+        assert!(
+            done.body.contains("after its finish marker"),
+            "{}",
+            done.body
+        );
+    }
+}

@@ -218,7 +218,10 @@ fn commands_see_no_secret_variables_unless_passed_through() {
         ));
         let mut vars = secrets.to_vec();
         vars.push(("MY_TOOL_TOKEN", "listed-by-the-user"));
-        let result = run_terminal(&env, json!({"command": "env"}), &vars);
+        // The passed-through value reaches the command; the model sees it redacted (it is a
+        // secret hermes loaded), so the command compares it itself.
+        let command = "env; [ \"$MY_TOOL_TOKEN\" = listed-by-the-user ] && echo passthrough-ok";
+        let result = run_terminal(&env, json!({"command": command}), &vars);
         assert!(result.contains("PATH="), "{backend}: {result}");
         for (name, value) in secrets {
             assert!(
@@ -227,7 +230,11 @@ fn commands_see_no_secret_variables_unless_passed_through() {
             );
         }
         assert!(
-            result.contains("MY_TOOL_TOKEN=listed-by-the-user"),
+            result.contains("MY_TOOL_TOKEN=[REDACTED]") && result.contains("passthrough-ok"),
+            "{backend}: {result}"
+        );
+        assert!(
+            !result.contains("MY_TOOL_TOKEN=listed"),
             "{backend}: {result}"
         );
     }
