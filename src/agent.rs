@@ -330,13 +330,12 @@ impl Agent {
         history: Vec<Message>,
     ) -> Self {
         let config = &services.config;
-        let approvals = Arc::new(ApprovalGate::new(
-            config.approvals.mode,
+        let approvals = Arc::new(ApprovalGate::for_agent(
+            config,
+            &options.source,
+            options.interactive,
             options.yolo,
-            config.command_allowlist.clone(),
-            config.approvals.deny.clone(),
-            config.home.config_path(),
-            Duration::from_secs(config.approvals.timeout),
+            client.clone(),
         ));
         let retry = RetryPolicy::from_config(config);
         let checkpoints = Arc::new(crate::checkpoints::Checkpointer::for_config(config));

@@ -58,7 +58,8 @@ pub enum ConfigError {
 pub enum ApprovalMode {
     /// Ask the user (once / session / always / deny); deny on timeout or when no one can answer.
     Manual,
-    /// Python Hermes' default: an auxiliary model pre-screens. Until that lands it behaves as manual.
+    /// Python Hermes' default: the auxiliary model (`auxiliary.approval`) reviews dangerous and
+    /// cannot-verify commands first; ESCALATE or any failure falls back to manual.
     Smart,
     /// Never ask (the hardline floor still applies).
     Off,
@@ -182,6 +183,8 @@ pub struct Config {
     pub terminal: TerminalConfig,
     pub approvals: ApprovalsConfig,
     pub command_allowlist: Vec<String>,
+    /// Rules that refuse a command in every mode (like `approvals.deny`).
+    pub command_denylist: Vec<String>,
     pub custom_toolsets: BTreeMap<String, ToolsetDef>,
     pub tool_output: ToolOutputConfig,
     pub file_read_max_chars: usize,
@@ -217,6 +220,7 @@ impl Config {
                 deny: Vec::new(),
             },
             command_allowlist: Vec::new(),
+            command_denylist: Vec::new(),
             custom_toolsets: BTreeMap::new(),
             tool_output: ToolOutputConfig {
                 max_bytes: 50_000,
@@ -383,6 +387,9 @@ fn apply(
             config.approvals.deny = v;
         }
     }
+    if let Some(v) = typed_top::<Vec<String>>(map, "command_denylist", path)? {
+        config.command_denylist = v;
+    }
     if let Some(v) = typed_top::<Vec<String>>(map, "command_allowlist", path)? {
         config.command_allowlist = v;
     }
@@ -505,6 +512,8 @@ const KNOWN_TOP: &[&str] = &[
     "timezone",
     "whatsapp",
     "command_allowlist",
+    "command_denylist",
+    "api_server",
     "quick_commands",
     "platform_hints",
     "hooks",

@@ -3,6 +3,8 @@
 pub mod agent_api;
 pub mod anthropic_cli;
 pub mod anthropic_client;
+pub mod approval_modes;
+pub mod approval_table;
 pub mod children;
 pub mod cli_agent;
 pub mod cli_errors;
@@ -28,3 +30,4 @@ pub mod session_search_e2e;
 pub mod sessions_compat;
 pub mod skills_e2e;
 pub mod spend;
+pub mod terminal_backends;
