@@ -150,13 +150,14 @@ impl ShadowRepo {
             ));
         }
         let tree_id = index.write_tree()?;
-        index.write()?;
         let parent = self.repo.head().ok().and_then(|h| h.peel_to_commit().ok());
         if let Some(p) = &parent
             && p.tree_id() == tree_id
         {
+            // Nothing to record; rewriting the whole index file would be most of the cost.
             return Ok(Snapshot::Unchanged);
         }
+        index.write()?;
         let tree = self.repo.find_tree(tree_id)?;
         let sig = Signature::now("hermes", "hermes@localhost")?;
         let mut message = one_line(label);
