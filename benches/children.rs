@@ -3,8 +3,8 @@
 //!
 //! `cargo bench --bench children` prints: spawn → the child's first model request (median of
 //! 50), three children whose model answers after 200 ms (wall time, median of 5), and the RSS
-//! left behind by 1,000 recorded children run one after another (before, every 100, after, and
-//! the trend over the second half). Figures are printed, not asserted: targets live in issue 13
+//! left behind by 1,000 children run one after another (before, every 100, after, and the trend
+//! over the second half) — recorded ones (a state.db session each), then ephemeral ones. Figures are printed, not asserted: targets live in issue 13
 //! (≤ 5 ms; ≤ 300 ms; ≤ 1 MiB per child).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -49,6 +49,51 @@ fn spec(goal: &str) -> ChildSpec {
         yolo: false,
         ticket: None,
     }
+}
+
+/// Runs 1,000 children one after another and prints the RSS they leave behind.
+async fn rss_run(services: &Arc<Services>, parent: &ParentLink, mock: &MockLlm, recorded: bool) {
+    let kind = if recorded {
+        "recorded (state.db rows)"
+    } else {
+        "ephemeral (no state.db)"
+    };
+    mock.forget_requests();
+    let before = rss_kib();
+    let mut marks = Vec::new();
+    for i in 1..=1000 {
+        mock.push(Reply::text("ok"));
+        let mut s = spec("one of many");
+        s.recorded = recorded;
+        let r = services.spawn_child(parent.clone(), s).result().await;
+        assert_eq!(r.status, ChildStatus::Completed, "{:?}", r.error);
+        if i % 100 == 0 {
+            mock.forget_requests();
+            marks.push(rss_kib());
+        }
+    }
+    let after = rss_kib();
+    println!(
+        "{:<46} {:>8.1} MiB → {:.1} MiB",
+        format!("RSS before → after 1,000 {kind}"),
+        before as f64 / 1024.0,
+        after as f64 / 1024.0
+    );
+    println!(
+        "{:<46} {:>8.2} KiB   (target ≤ 1024 KiB)",
+        "  RSS left per finished child",
+        (after as f64 - before as f64) / 1000.0
+    );
+    let line: Vec<String> = marks
+        .iter()
+        .map(|k| format!("{:.1}", *k as f64 / 1024.0))
+        .collect();
+    println!("  RSS every 100 children (MiB): {}", line.join(" "));
+    println!(
+        "{:<46} {:>8.2} KiB per child (children 500 → 1,000)",
+        "  trend over the second half",
+        (marks[9] as f64 - marks[4] as f64) / 500.0
+    );
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -138,44 +183,10 @@ fn main() {
             median(walls).as_secs_f64() * 1000.0
         );
 
-        mock.forget_requests();
-        let before = rss_kib();
-        let mut marks = Vec::new();
-        for i in 1..=1000 {
-            mock.push(Reply::text("ok"));
-            let r = services
-                .spawn_child(parent.clone(), spec("one of many"))
-                .result()
-                .await;
-            assert_eq!(r.status, ChildStatus::Completed, "{:?}", r.error);
-            if i % 100 == 0 {
-                mock.forget_requests();
-                marks.push(rss_kib());
-            }
+        for recorded in [true, false] {
+            rss_run(&services, &parent, &mock, recorded).await;
         }
-        let after = rss_kib();
-        let per_child = (after as f64 - before as f64) / 1000.0;
-        println!(
-            "{:<46} {:>8.1} MiB → {:.1} MiB",
-            "RSS before → after 1,000 children",
-            before as f64 / 1024.0,
-            after as f64 / 1024.0
-        );
-        println!(
-            "{:<46} {:>8.2} KiB   (target ≤ 1024 KiB)",
-            "RSS left per finished child", per_child
-        );
-        let line: Vec<String> = marks
-            .iter()
-            .map(|k| format!("{:.1}", *k as f64 / 1024.0))
-            .collect();
-        println!("RSS every 100 children (MiB): {}", line.join(" "));
-        let (mid, end) = (marks[4], marks[9]);
-        println!(
-            "{:<46} {:>8.2} KiB per child (children 500 → 1,000)",
-            "trend over the second half",
-            (end as f64 - mid as f64) / 500.0
-        );
-        assert_eq!(services.children.running(), 0);
+        // The last child's task drops its place in the running set just after its result.
+        assert_eq!(services.children.wait_idle(Duration::from_secs(5)).await, 0);
     });
 }
