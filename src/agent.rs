@@ -93,6 +93,8 @@ pub struct Services {
     pub tools: ToolRegistry,
     /// auth.json, read once and re-read only when the file changes.
     pub credentials: credentials::AuthFile,
+    /// The HTTP client model clients made during the process share (key rotation, fallback).
+    pub http: reqwest::Client,
     /// The line background reviews join (at most 2 running, 8 admitted).
     pub reviews: Admission,
     /// Child agents running now (reviews, delegation); front ends wait for them at exit.
@@ -106,6 +108,7 @@ impl Services {
             skills: SkillStore::from_config(&config),
             tools: ToolRegistry::discover(),
             credentials: credentials::AuthFile::new(config.home.root().join("auth.json")),
+            http: shared_http(),
             reviews: Admission::default(),
             children: child::Children::default(),
             config,
@@ -130,6 +133,16 @@ impl Services {
         .map_err(|e| AgentError::Internal(e.to_string()))?
         .map_err(AgentError::from)
     }
+}
+
+/// The process's HTTP client (bounded idle pool, rustls installed).
+fn shared_http() -> reqwest::Client {
+    crate::llm::http::client_builder(Duration::from_secs(10))
+        .build()
+        .unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "cannot build the shared HTTP client; using a default one");
+            reqwest::Client::new()
+        })
 }
 
 /// How an agent is set up by its front end.
@@ -210,8 +223,13 @@ impl Agent {
     ) -> Result<Self, AgentError> {
         let tools = services.tools.select(&services.config, &options.toolsets)?;
         let system_prompt = services.build_prompt(&options.cwd, &tools.names()).await?;
-        let (failover, rekeyed) =
-            Failover::new(&services.config, &services.credentials, client.provider()).await;
+        let (failover, rekeyed) = Failover::new(
+            &services.config,
+            &services.credentials,
+            &services.http,
+            client.provider(),
+        )
+        .await;
         let client = rekeyed.unwrap_or(client);
         let provider = client.provider().clone();
         let new = NewSession {
@@ -271,8 +289,13 @@ impl Agent {
         };
         let id = session.id.clone();
         db(&services.store, move |s| s.reopen_session(&id)).await?;
-        let (failover, rekeyed) =
-            Failover::new(&services.config, &services.credentials, client.provider()).await;
+        let (failover, rekeyed) = Failover::new(
+            &services.config,
+            &services.credentials,
+            &services.http,
+            client.provider(),
+        )
+        .await;
         let client = rekeyed.unwrap_or(client);
         let store = services.store.clone();
         let mut agent = Self::assemble(
@@ -387,6 +410,7 @@ impl Agent {
         let (failover, rekeyed) = Failover::new(
             &self.services.config,
             &self.services.credentials,
+            &self.services.http,
             client.provider(),
         )
         .await;

@@ -461,8 +461,13 @@ async fn build_child(
     // A delegated child uses the parent's credential pool (from the cached auth.json); a review
     // makes a handful of calls on the parent's key and never rotates.
     let (failover, client) = if spec.role == AgentRole::Delegate {
-        let (failover, rekeyed) =
-            Failover::new(&services.config, &services.credentials, &provider).await;
+        let (failover, rekeyed) = Failover::new(
+            &services.config,
+            &services.credentials,
+            &services.http,
+            &provider,
+        )
+        .await;
         (failover, rekeyed.unwrap_or_else(|| parent.client.clone()))
     } else {
         (Failover::fixed(&provider), parent.client.clone())

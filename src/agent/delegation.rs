@@ -35,6 +35,17 @@ pub(crate) struct AgentDelegator {
     pub events: UnboundedSender<AgentEvent>,
 }
 
+/// What the tasks of one `delegate_task` call share.
+struct Batch {
+    template: String,
+    budget: u32,
+    cfg: DelegationConfig,
+    /// At most `max_concurrent_children` run at once.
+    slots: Semaphore,
+    /// The parent's turn.
+    cancel: CancellationToken,
+}
+
 #[derive(Serialize)]
 struct PromptContext<'a> {
     goal: &'a str,
@@ -45,11 +56,27 @@ struct PromptContext<'a> {
 }
 
 impl AgentDelegator {
-    /// The child's system prompt (a user copy in `$HERMES_HOME/prompts/` wins).
-    fn system_prompt(&self, task: &DelegateTask) -> Result<String, String> {
-        let config = &self.services.config;
-        let user = config.home.prompts_dir().join("delegate_child.md.j2");
-        let template = std::fs::read_to_string(&user).unwrap_or_else(|_| CHILD_PROMPT.to_string());
+    /// The child prompt template: a user copy in `$HERMES_HOME/prompts/` wins (read off the
+    /// runtime, once per batch).
+    async fn template(&self) -> String {
+        let user = self
+            .services
+            .config
+            .home
+            .prompts_dir()
+            .join("delegate_child.md.j2");
+        crate::util::offload::offload("read the child prompt template", move || {
+            std::fs::read_to_string(user).ok()
+        })
+        .await
+        .ok()
+        .flatten()
+        .filter(|t| !t.trim().is_empty())
+        .unwrap_or_else(|| CHILD_PROMPT.to_string())
+    }
+
+    /// The child's system prompt.
+    fn system_prompt(&self, template: &str, task: &DelegateTask) -> Result<String, String> {
         let ctx = PromptContext {
             goal: &task.goal,
             context: task.context.as_deref(),
@@ -57,12 +84,13 @@ impl AgentDelegator {
             os: std::env::consts::OS,
             date: chrono::Local::now().format("%A, %B %d, %Y").to_string(),
         };
-        crate::template::render(&template, &ctx)
+        crate::template::render(template, &ctx)
             .map_err(|e| format!("cannot render the child's system prompt: {e}"))
     }
 
     fn spec(
         &self,
+        template: &str,
         index: usize,
         task: &DelegateTask,
         cfg: &DelegationConfig,
@@ -95,7 +123,7 @@ impl AgentDelegator {
             timeout: cfg.child_timeout,
             stall_timeout: cfg.stall_timeout,
             start: ChildStart::Fresh {
-                system_prompt: self.system_prompt(task)?,
+                system_prompt: self.system_prompt(template, task)?,
             },
             recorded: true,
             yolo: cfg.inherit_approvals && self.parent_yolo,
@@ -104,24 +132,17 @@ impl AgentDelegator {
     }
 
     /// Runs one task to its report, forwarding progress.
-    async fn run_one(
-        &self,
-        index: usize,
-        task: DelegateTask,
-        budget: u32,
-        cfg: &DelegationConfig,
-        slots: &Semaphore,
-        cancel: &CancellationToken,
-    ) -> TaskReport {
+    async fn run_one(&self, index: usize, task: DelegateTask, batch: &Batch) -> TaskReport {
         let goal = crate::util::truncate_chars(&task.goal, 60).to_string();
+        let cancel = &batch.cancel;
         let permit = tokio::select! {
-            p = slots.acquire() => p.ok(),
+            p = batch.slots.acquire() => p.ok(),
             _ = cancel.cancelled() => None,
         };
         if permit.is_none() {
             return not_started(ChildStatus::Cancelled, "cancelled before it started");
         }
-        let spec = match self.spec(index, &task, cfg, budget) {
+        let spec = match self.spec(&batch.template, index, &task, &batch.cfg, batch.budget) {
             Ok(s) => s,
             Err(e) => return not_started(ChildStatus::Failed, &e),
         };
@@ -170,12 +191,17 @@ impl Delegator for AgentDelegator {
         cancel: CancellationToken,
     ) -> Vec<TaskReport> {
         let cfg = DelegationConfig::from_raw(&self.services.config.raw);
-        let budget = max_iterations.unwrap_or(cfg.max_iterations);
-        let slots = Semaphore::new(cfg.max_concurrent_children);
+        let batch = Batch {
+            template: self.template().await,
+            budget: max_iterations.unwrap_or(cfg.max_iterations),
+            slots: Semaphore::new(cfg.max_concurrent_children),
+            cfg,
+            cancel,
+        };
         let runs = tasks
             .into_iter()
             .enumerate()
-            .map(|(i, task)| self.run_one(i, task, budget, &cfg, &slots, &cancel));
+            .map(|(i, task)| self.run_one(i, task, &batch));
         futures::future::join_all(runs).await
     }
 }

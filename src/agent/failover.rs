@@ -24,6 +24,8 @@ pub enum FailoverStep {
 }
 
 pub struct Failover {
+    /// The process's HTTP client: clients for other keys and fallbacks share its pool.
+    http: Option<reqwest::Client>,
     primary: Provider,
     pool: Option<CredentialPool>,
     fallbacks: Vec<Provider>,
@@ -38,6 +40,7 @@ impl Failover {
     pub async fn new(
         config: &Config,
         auth: &AuthFile,
+        http: &reqwest::Client,
         primary: &Provider,
     ) -> (Self, Option<Arc<dyn LlmClient>>) {
         let pool_key = pool_key(primary);
@@ -72,6 +75,7 @@ impl Failover {
             }
         }
         let mut failover = Failover {
+            http: Some(http.clone()),
             primary: primary.clone(),
             pool,
             fallbacks,
@@ -84,6 +88,7 @@ impl Failover {
     /// No pool and no fallbacks: every failure is left to the retry policy (background agents).
     pub fn fixed(primary: &Provider) -> Self {
         Failover {
+            http: None,
             primary: primary.clone(),
             pool: None,
             fallbacks: Vec::new(),
@@ -203,7 +208,7 @@ impl Failover {
             if p.base_url == self.primary.base_url && p.model == self.primary.model {
                 continue;
             }
-            match crate::llm::client_for(p) {
+            match self.client(p) {
                 Ok(client) => {
                     tracing::warn!(to = %p.model, reason = %err.reason, "falling back");
                     return Some(FailoverStep::Switch(
@@ -222,7 +227,14 @@ impl Failover {
         if let Some(key) = self.pool.as_ref().and_then(|pool| pool.current_key()) {
             p.api_key = Some(key.to_string());
         }
-        crate::llm::client_for(&p).ok()
+        self.client(&p).ok()
+    }
+
+    fn client(&self, p: &Provider) -> Result<Arc<dyn LlmClient>, LlmError> {
+        match &self.http {
+            Some(http) => crate::llm::client_with_http(p, http),
+            None => crate::llm::client_for(p),
+        }
     }
 
     fn primary_client_if_rekeyed(&mut self) -> Option<Arc<dyn LlmClient>> {

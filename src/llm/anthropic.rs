@@ -64,19 +64,24 @@ pub struct AnthropicClient {
 
 impl AnthropicClient {
     pub fn new(provider: Provider) -> Result<Self, LlmError> {
+        let http = super::http::client_builder(provider.connect_timeout)
+            .build()
+            .map_err(|e| {
+                LlmError::new(
+                    FailoverReason::Unknown,
+                    format!("cannot create the HTTP client: {e}"),
+                )
+            })?;
+        Self::with_http(provider, http)
+    }
+
+    /// A client on an existing HTTP client (its connection pool is shared).
+    pub fn with_http(provider: Provider, http: reqwest::Client) -> Result<Self, LlmError> {
         let errors = ErrorContext {
             endpoint: messages_endpoint(&provider.base_url),
             api_key: provider.api_key.clone(),
         };
         let headers = request_headers(&provider)?;
-        let http = super::http::client_builder(provider.connect_timeout)
-            .build()
-            .map_err(|e| {
-                errors.finish(LlmError::new(
-                    FailoverReason::Unknown,
-                    format!("cannot create the HTTP client: {e}"),
-                ))
-            })?;
         Ok(AnthropicClient {
             provider,
             http,

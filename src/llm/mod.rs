@@ -33,6 +33,23 @@ pub trait LlmClient: Send + Sync {
     fn provider(&self) -> &Provider;
 }
 
+/// Builds the client for a resolved provider on a shared HTTP client (`Services::http`): key
+/// rotations and fallbacks reuse its connections instead of opening a pool each.
+pub fn client_with_http(
+    provider: &Provider,
+    http: &reqwest::Client,
+) -> Result<std::sync::Arc<dyn LlmClient>, LlmError> {
+    match provider.wire_api {
+        WireApi::ChatCompletions => Ok(std::sync::Arc::new(openai::OpenAiClient::with_http(
+            provider.clone(),
+            http.clone(),
+        )?)),
+        WireApi::AnthropicMessages => Ok(std::sync::Arc::new(
+            anthropic::AnthropicClient::with_http(provider.clone(), http.clone())?,
+        )),
+    }
+}
+
 /// Builds the client for a resolved provider.
 pub fn client_for(provider: &Provider) -> Result<std::sync::Arc<dyn LlmClient>, LlmError> {
     match provider.wire_api {

@@ -52,6 +52,19 @@ enum OpenFailure {
 
 impl OpenAiClient {
     pub fn new(provider: Provider) -> Result<Self, LlmError> {
+        let http = super::http::client_builder(provider.connect_timeout)
+            .build()
+            .map_err(|e| {
+                LlmError::new(
+                    FailoverReason::Unknown,
+                    format!("cannot create the HTTP client: {e}"),
+                )
+            })?;
+        Self::with_http(provider, http)
+    }
+
+    /// A client on an existing HTTP client (its connection pool is shared).
+    pub fn with_http(provider: Provider, http: reqwest::Client) -> Result<Self, LlmError> {
         let config = WireConfig::new(&provider)?;
         let endpoint = format!(
             "{}/chat/completions",
@@ -61,14 +74,6 @@ impl OpenAiClient {
             endpoint,
             api_key: provider.api_key.clone(),
         };
-        let http = super::http::client_builder(provider.connect_timeout)
-            .build()
-            .map_err(|e| {
-                errors.finish(LlmError::new(
-                    FailoverReason::Unknown,
-                    format!("cannot create the HTTP client: {e}"),
-                ))
-            })?;
         let client = async_openai::Client::build(http.clone(), config)
             .with_http_service(HttpService::new(http));
         Ok(OpenAiClient {

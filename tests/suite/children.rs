@@ -351,6 +351,42 @@ mod delegation {
         assert!(tools.contains(&"delegate_task".to_string()), "{tools:?}");
     }
 
+    #[test]
+    fn a_child_never_asks_its_dangerous_commands_are_refused_even_under_yolo() {
+        let env = TestEnv::new();
+        env.write("keep/data.txt", "precious");
+        let mock = MockLlm::with_script([
+            Reply::tool_call("d1", "delegate_task", json!({"goal": "theta: clean up"})),
+            Reply::text("Parent done."),
+        ]);
+        mock.push_for(
+            "theta: clean up",
+            Reply::tool_call("c1", "terminal", json!({"command": "rm -rf keep"})),
+        );
+        mock.push_for("theta: clean up", Reply::text("could not delete"));
+        // The parent runs with --yolo, but `delegation.approvals` is not `inherit`.
+        let out = env
+            .cmd(&mock.base_url())
+            .args(["--yolo", "-z", "clean up"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(
+            env.cwd.path().join("keep/data.txt").exists(),
+            "the child's rm ran"
+        );
+        let calls = child_requests(&mock, "theta: clean up");
+        let result = calls[1].body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "tool")
+            .and_then(|m| m["content"].as_str().map(str::to_string))
+            .unwrap();
+        assert!(result.contains("error"), "{result}");
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn cancelling_the_parent_cancels_its_children_and_they_send_nothing_more() {
         let home = tempfile::tempdir().unwrap();

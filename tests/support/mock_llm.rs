@@ -134,6 +134,13 @@ impl MockLlm {
         lock(&self.shared).requests.clone()
     }
 
+    /// Forgets the requests recorded so far (long benchmarks keep the log from growing).
+    pub fn forget_requests(&self) {
+        let mut state = lock(&self.shared);
+        state.requests.clear();
+        state.requests.shrink_to_fit();
+    }
+
     /// Header `name` (any case) of request number `index`.
     pub fn header(&self, index: usize, name: &str) -> Option<String> {
         lock(&self.shared)
