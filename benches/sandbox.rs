@@ -27,8 +27,14 @@ fn context(dir: &std::path::Path, backend: BackendChoice) -> ToolContext {
     let mut config = Config::defaults(home.clone(), EnvVars::default());
     config.terminal.exec.backend = backend;
     config.terminal.exec.docker_image = DOCKER_IMAGE.into();
+    // Only the sandbox is measured: no checkpoints before commands.
+    config.checkpoints.enabled = false;
     let skills = hermes::skills::SkillStore::from_config(&config);
+    let shield = Arc::new(hermes::security::shield::Shield::for_config(&config));
+    let checkpoints = Arc::new(hermes::checkpoints::Checkpointer::for_config(&config));
     ToolContext {
+        shield,
+        checkpoints,
         skills,
         role: Default::default(),
         depth: 0,

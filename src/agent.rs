@@ -85,6 +85,8 @@ pub struct Services {
     pub store: Arc<SessionStore>,
     /// Subsystems that take part in every turn (memory, skills, ...).
     pub extensions: Vec<Arc<dyn TurnExtension>>,
+    /// Protected paths and the secret redactor, built once per process.
+    pub shield: Arc<crate::security::shield::Shield>,
     /// The skill store; its parse cache serves the prompt build and the skills tools.
     pub skills: SkillStore,
     /// Every tool linked into the binary, discovered once; sessions select theirs from it.
@@ -100,6 +102,7 @@ pub struct Services {
 impl Services {
     pub fn new(config: Arc<Config>, store: Arc<SessionStore>) -> Self {
         Services {
+            shield: Arc::new(crate::security::shield::Shield::for_config(&config)),
             skills: SkillStore::from_config(&config),
             tools: ToolRegistry::discover(),
             credentials: credentials::AuthFile::new(config.home.root().join("auth.json")),
@@ -178,6 +181,7 @@ pub struct Agent {
     tool_schemas: Vec<ToolSchema>,
     approvals: Arc<ApprovalGate>,
     scratch: Arc<SessionScratch>,
+    checkpoints: Arc<crate::checkpoints::Checkpointer>,
     retry: RetryPolicy,
     options: AgentOptions,
     session_usage: Usage,
@@ -303,15 +307,15 @@ impl Agent {
         history: Vec<Message>,
     ) -> Self {
         let config = &services.config;
-        let approvals = Arc::new(ApprovalGate::new(
-            config.approvals.mode,
+        let approvals = Arc::new(ApprovalGate::for_agent(
+            config,
+            &options.source,
+            options.interactive,
             options.yolo,
-            config.command_allowlist.clone(),
-            config.approvals.deny.clone(),
-            config.home.config_path(),
-            Duration::from_secs(config.approvals.timeout),
+            client.clone(),
         ));
         let retry = RetryPolicy::from_config(config);
+        let checkpoints = Arc::new(crate::checkpoints::Checkpointer::for_config(config));
         let prices = spend::PriceTable::from_raw(&config.raw);
         let caps = spend::SpendCaps::from_raw(&config.raw);
         // A child pays into its parent's row or its own; `child.rs` sets that.
@@ -332,6 +336,7 @@ impl Agent {
             tool_schemas,
             approvals,
             scratch: Arc::new(SessionScratch::default()),
+            checkpoints,
             retry,
             options,
             session_usage: Usage::default(),
@@ -347,6 +352,10 @@ impl Agent {
 
     pub fn session_id(&self) -> &str {
         &self.session_id
+    }
+    /// The working directory of the session's tools.
+    pub fn cwd(&self) -> &std::path::Path {
+        &self.options.cwd
     }
     pub fn system_prompt(&self) -> &str {
         &self.system_prompt
@@ -465,6 +474,7 @@ impl Agent {
             message.platform_message_id = platform_message_id.map(str::to_string);
             self.persist(message).await?
         };
+        self.checkpoints.begin_turn(user_text);
         if let Some(client) = self.failover.start_turn() {
             self.client = client;
         }
@@ -771,6 +781,8 @@ impl Agent {
             approvals: self.approvals.clone(),
             prompt: prompt.clone(),
             scratch: self.scratch.clone(),
+            shield: self.services.shield.clone(),
+            checkpoints: self.checkpoints.clone(),
             skills: self.services.skills.clone(),
             role: self.role,
             depth: self.depth,
@@ -826,6 +838,8 @@ impl Agent {
     /// Appends to state.db first, then to the in-memory history. Returns the row id
     /// (`None` for an ephemeral agent, which writes nothing).
     async fn persist(&mut self, message: Message) -> Result<Option<i64>, AgentError> {
+        // Redacted before it is stored, sent back to the model or exported.
+        let message = self.services.shield.redact_message(message);
         let row = if self.options.ephemeral {
             None
         } else {

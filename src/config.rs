@@ -5,6 +5,7 @@
 //! names the key and the file (a typo must not be silently ignored); sections only Python Hermes
 //! uses are accepted and left alone, so an existing `~/.hermes` keeps working.
 
+pub mod checkpoints;
 pub mod delegation;
 pub mod home;
 pub mod model_limits;
@@ -57,7 +58,8 @@ pub enum ConfigError {
 pub enum ApprovalMode {
     /// Ask the user (once / session / always / deny); deny on timeout or when no one can answer.
     Manual,
-    /// Python Hermes' default: an auxiliary model pre-screens. Until that lands it behaves as manual.
+    /// Python Hermes' default: the auxiliary model (`auxiliary.approval`) reviews dangerous and
+    /// cannot-verify commands first; ESCALATE or any failure falls back to manual.
     Smart,
     /// Never ask (the hardline floor still applies).
     Off,
@@ -128,6 +130,10 @@ impl EnvVars {
             .map(String::as_str)
             .filter(|v| !v.is_empty())
     }
+    /// Every variable (for finding the secret ones to redact).
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
     pub fn set(&mut self, key: impl Into<String>, value: impl Into<String>) {
         self.0.insert(key.into(), value.into());
     }
@@ -177,6 +183,8 @@ pub struct Config {
     pub terminal: TerminalConfig,
     pub approvals: ApprovalsConfig,
     pub command_allowlist: Vec<String>,
+    /// Rules that refuse a command in every mode (like `approvals.deny`).
+    pub command_denylist: Vec<String>,
     pub custom_toolsets: BTreeMap<String, ToolsetDef>,
     pub tool_output: ToolOutputConfig,
     pub file_read_max_chars: usize,
@@ -185,6 +193,7 @@ pub struct Config {
     /// Timeouts and answer cap of one model call (`agent.request_timeout`, ...).
     pub model_limits: model_limits::ModelLimits,
     pub security: SecurityConfig,
+    pub checkpoints: checkpoints::CheckpointsConfig,
     /// The whole document after `${VAR}` expansion, for later subsystems' sections.
     pub raw: Value,
 }
@@ -211,6 +220,7 @@ impl Config {
                 deny: Vec::new(),
             },
             command_allowlist: Vec::new(),
+            command_denylist: Vec::new(),
             custom_toolsets: BTreeMap::new(),
             tool_output: ToolOutputConfig {
                 max_bytes: 50_000,
@@ -222,6 +232,7 @@ impl Config {
             env,
             model_limits: model_limits::ModelLimits::default(),
             security: SecurityConfig::default(),
+            checkpoints: checkpoints::CheckpointsConfig::default(),
             raw: Value::Null,
         }
     }
@@ -376,6 +387,9 @@ fn apply(
             config.approvals.deny = v;
         }
     }
+    if let Some(v) = typed_top::<Vec<String>>(map, "command_denylist", path)? {
+        config.command_denylist = v;
+    }
     if let Some(v) = typed_top::<Vec<String>>(map, "command_allowlist", path)? {
         config.command_allowlist = v;
     }
@@ -400,6 +414,7 @@ fn apply(
         config.context_file_max_chars = Some(v);
     }
     config.security = security::parse(map, &config.env, path)?;
+    config.checkpoints = checkpoints::parse(map, path)?;
     Ok(())
 }
 
@@ -497,6 +512,8 @@ const KNOWN_TOP: &[&str] = &[
     "timezone",
     "whatsapp",
     "command_allowlist",
+    "command_denylist",
+    "api_server",
     "quick_commands",
     "platform_hints",
     "hooks",

@@ -5,6 +5,7 @@
 //! commands and paths, `cli` is the terminal front end.
 
 pub mod agent;
+pub mod checkpoints;
 pub mod cli;
 pub mod config;
 pub mod gateway;

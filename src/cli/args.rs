@@ -67,6 +67,11 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::cli::skills_cmd::SkillsCommand,
     },
+    /// List, restore and prune the checkpoints taken before file changes.
+    Checkpoints {
+        #[command(subcommand)]
+        action: crate::cli::checkpoints_cmd::CheckpointsCommand,
+    },
     /// Usage, tokens and estimated spend over recent days.
     Insights {
         /// How many days back to look.

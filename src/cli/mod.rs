@@ -2,6 +2,7 @@
 //! It talks to the agent only through `Agent`'s API and the `AgentEvent` stream.
 
 pub mod args;
+pub mod checkpoints_cmd;
 pub mod doctor;
 pub mod gateway_cmd;
 pub mod insights_cmd;
@@ -58,7 +59,7 @@ pub mod exit {
 /// Runs the parsed command line; returns the process exit code.
 pub fn run(cli: Cli) -> Result<u8, CliError> {
     let config = setup::load_config()?;
-    setup::init_logging(&config.home);
+    setup::init_logging(&config);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -82,6 +83,7 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Some(args::Command::Send { target, text }) => {
             gateway_cmd::send(&runtime, &config, &target, &text)
         }
+        Some(args::Command::Checkpoints { action }) => checkpoints_cmd::run(&config, action),
         Some(args::Command::Doctor { json }) => doctor::run(&config, json),
         Some(args::Command::Insights { days, json }) => {
             let store = setup::open_store(&config)?;

@@ -274,6 +274,22 @@ impl Repl {
                 ),
                 Err(e) => eprintln!("error: {e}"),
             },
+            SlashCommand::Rollback(arg) => {
+                let number = match arg.as_deref().map(str::parse::<usize>) {
+                    None => 1,
+                    Some(Ok(n)) if n > 0 => n,
+                    Some(_) => {
+                        println!("usage: /rollback [N] (N = 1 for the newest checkpoint)");
+                        return;
+                    }
+                };
+                // The REPL thread is not a runtime worker: blocking git work is fine here.
+                let (config, dir) = (&self.services.config, self.agent.cwd());
+                match crate::cli::checkpoints_cmd::restore_text(config, dir, number) {
+                    Ok(text) => println!("{text}"),
+                    Err(e) => eprintln!("error: {e}"),
+                }
+            }
             SlashCommand::Quit => {}
             SlashCommand::Skills => crate::cli::skills_cmd::print_for_repl(&self.services.config),
             SlashCommand::Unknown(name) => {

@@ -12,6 +12,8 @@ use crate::cli::args::RunArgs;
 use crate::config::{Config, HermesHome};
 use crate::llm::LlmClient;
 use crate::llm::provider::{self, ProviderFlags, ResolveInputs};
+use crate::security::redact::{RedactingWriter, Redactor};
+use crate::security::secrets;
 use crate::sessions::SessionStore;
 
 /// Logs rotate past this size (Python Hermes: 5 MB × 3).
@@ -36,10 +38,10 @@ fn seed_soul(home: &HermesHome) {
     }
 }
 
-/// Sends tracing output to `$HERMES_HOME/logs/agent.log` (never stdout). Level from
+/// Sends tracing output, secrets redacted, to `$HERMES_HOME/logs/agent.log` (never stdout). Level from
 /// `HERMES_LOG` (e.g. `debug`, `hermes=trace`), default `info`.
-pub fn init_logging(home: &HermesHome) {
-    let dir = home.logs_dir();
+pub fn init_logging(config: &Config) {
+    let dir = config.home.logs_dir();
     let path = dir.join("agent.log");
     rotate(&path);
     let Ok(file) = OpenOptions::new().create(true).append(true).open(&path) else {
@@ -50,7 +52,10 @@ pub fn init_logging(home: &HermesHome) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(Mutex::new(file))
+        .with_writer(Mutex::new(RedactingWriter::new(
+            file,
+            Redactor::new(secrets::collect(config), config.security.redact_secrets),
+        )))
         .with_ansi(false)
         .try_init();
 }

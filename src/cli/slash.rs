@@ -17,6 +17,8 @@ pub enum SlashCommand {
     Yolo,
     Retry,
     Undo,
+    /// `/rollback [N]`: put back the files of checkpoint N (default 1, the newest).
+    Rollback(Option<String>),
     /// `/compress [focus]` (alias `/compact`): fold earlier turns into a summary now.
     Compress(Option<String>),
     Quit,
@@ -39,6 +41,10 @@ pub const HELP: &[(&str, &str)] = &[
     ("/yolo", "toggle running dangerous commands without asking"),
     ("/retry", "ask the last question again"),
     ("/undo", "remove the last exchange from the conversation"),
+    (
+        "/rollback [N]",
+        "restore the files as they were before a turn changed them (N=1: the last)",
+    ),
     (
         "/compress [focus]",
         "summarise earlier turns now (originals stay searchable)",
@@ -64,6 +70,7 @@ pub fn parse(line: &str) -> Option<SlashCommand> {
         "yolo" => SlashCommand::Yolo,
         "retry" => SlashCommand::Retry,
         "undo" => SlashCommand::Undo,
+        "rollback" => SlashCommand::Rollback(arg),
         "compress" | "compact" => SlashCommand::Compress(arg),
         "quit" | "exit" | "q" => SlashCommand::Quit,
         other => SlashCommand::Unknown(other.to_string()),

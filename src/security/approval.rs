@@ -1,27 +1,34 @@
 //! Dangerous-command approval: the gate every `terminal` command passes before it runs.
 //!
-//! Order of checks (Python Hermes §10.1, without tirith and the smart pre-screen):
-//! 1. the hardline floor (`hardline`) — refused always, even under `--yolo` or `mode: off`;
-//! 2. the user's `approvals.deny` regexes — refused before any bypass;
-//! 3. `--yolo` / `approvals.mode: off` — everything else runs;
-//! 4. dangerous findings (`detect`) minus those approved for this session or by
-//!    `command_allowlist` (pattern keys; literal commands and globs for non-compound commands);
-//! 5. ask through `ApprovalPrompt` with a timeout (timeout = deny); nobody to ask = refuse.
+//! The classifier (`patterns::classify`) calls a command *safe*, *dangerous* (named reasons),
+//! *cannot verify* (its effect depends on text produced at run time; treated like dangerous, the
+//! message says why) or *floor* (never runs). `policy::decide` is the one function that turns
+//! run mode + configuration + classification into allow / ask the model / ask a human / refuse;
+//! the gate only carries that out: it asks the smart reviewer (`smart.rs`) or the front end's
+//! `ApprovalPrompt`, with a timeout (timeout = deny), and remembers session / `Always` answers.
 //!
-//! Detection lives in the submodules: `shell` (lexer), `normalize` + `wrappers` + `payload`
-//! (de-obfuscation: views, wrapper stripping, inline scripts), `catalog` (pattern keys),
-//! `specs` (the regexes), `patterns` (checks written as code, `detect`, `hardline`) and
-//! `allowlist` (entry semantics).
+//! Detection lives in the submodules: `shell` (lexer), `normalize` + `wrappers` + `payload` +
+//! `oneliner` (de-obfuscation: views, wrapper stripping, inline scripts and interpreter code),
+//! `dynamic` (what cannot be verified), `targets` (what a path really names; floor checks on
+//! targets), `catalog` (pattern keys), `specs` (the regexes), `patterns` (checks written as code,
+//! `classify`, `detect`, `hardline`) and `allowlist` (entry semantics).
 
 mod allowlist;
 mod catalog;
+mod dynamic;
 mod normalize;
+mod oneliner;
 mod patterns;
 mod payload;
+mod policy;
 mod shell;
+mod smart;
 mod specs;
+mod targets;
 mod wrappers;
 
+#[cfg(test)]
+mod classify_tests;
 #[cfg(test)]
 mod detect_tests;
 #[cfg(test)]
@@ -35,10 +42,15 @@ use std::time::Duration;
 
 use regex::Regex;
 
-use crate::config::ApprovalMode;
+use crate::config::{ApprovalMode, Config};
+use crate::llm::LlmClient;
 use crate::security::redact::redact;
 
-pub use patterns::{Finding, detect, hardline};
+pub use catalog::Kind;
+pub use patterns::{Classification, Finding, classify, detect, hardline};
+pub use policy::{Decision, Facts, Policy, Refusal, Review, RunMode, decide};
+pub use smart::SmartReviewer;
+pub use targets::Context;
 
 /// The user's answer to an approval question.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,10 +106,15 @@ struct DenyRule {
     regex: Regex,
 }
 
-/// Per-session approval state: mode, yolo, allowlist, session approvals. `Send + Sync`; one gate
-/// is shared by all tool calls of an agent.
+/// Per-session approval state: policy, run mode, yolo, allowlist, session approvals, deny
+/// rules, the smart reviewer. `Send + Sync`; one gate is shared by all tool calls of an agent.
 pub struct ApprovalGate {
     mode: ApprovalMode,
+    policy: Policy,
+    /// `None` until set: inferred from the prompt (interactive = REPL, else one-shot).
+    run_mode: Mutex<Option<RunMode>>,
+    ctx: Context,
+    reviewer: Option<SmartReviewer>,
     yolo: AtomicBool,
     allowlist: Arc<Mutex<Vec<String>>>,
     deny: Vec<DenyRule>,
@@ -109,8 +126,8 @@ pub struct ApprovalGate {
 }
 
 impl ApprovalGate {
-    /// `allowlist` is `command_allowlist`, `deny` is `approvals.deny`, `config_path` is where
-    /// `Always` answers are persisted, `timeout` bounds each question.
+    /// `allowlist` is `command_allowlist`, `deny` is `approvals.deny` + `command_denylist`,
+    /// `config_path` is where `Always` answers are persisted, `timeout` bounds each question.
     pub fn new(
         mode: ApprovalMode,
         yolo: bool,
@@ -136,6 +153,13 @@ impl ApprovalGate {
             .collect();
         ApprovalGate {
             mode,
+            policy: Policy {
+                mode,
+                ..Policy::default()
+            },
+            run_mode: Mutex::new(None),
+            ctx: Context::from_env(),
+            reviewer: None,
             yolo: AtomicBool::new(yolo),
             allowlist: Arc::new(Mutex::new(allowlist)),
             deny,
@@ -144,6 +168,69 @@ impl ApprovalGate {
             timeout,
             persist_lock: Arc::new(Mutex::new(())),
         }
+    }
+
+    /// The gate of an agent: everything from `config`, the run mode from the agent's session
+    /// `source` and whether someone can answer, smart reviews through `client` (or
+    /// `auxiliary.approval`).
+    pub fn for_agent(
+        config: &Arc<Config>,
+        source: &str,
+        interactive: bool,
+        yolo: bool,
+        client: Arc<dyn LlmClient>,
+    ) -> Self {
+        let mut deny = config.approvals.deny.clone();
+        deny.extend(config.command_denylist.iter().cloned());
+        let mut gate = ApprovalGate::new(
+            config.approvals.mode,
+            yolo,
+            config.command_allowlist.clone(),
+            deny,
+            config.home.config_path(),
+            Duration::from_secs(config.approvals.timeout),
+        );
+        gate.policy = Policy::from_config(config);
+        gate.ctx = Context::with_home(config.env.get("HOME"));
+        gate.reviewer = Some(SmartReviewer::new(config.clone(), client));
+        gate.set_run_mode(RunMode::infer(source, interactive));
+        gate
+    }
+
+    /// Replaces the policy read from config (tests, embedders).
+    pub fn with_policy(mut self, policy: Policy) -> Self {
+        self.mode = policy.mode;
+        self.policy = policy;
+        self
+    }
+
+    /// Sets the home directory the floor protects (default: `$HOME` of this process).
+    pub fn with_context(mut self, ctx: Context) -> Self {
+        self.ctx = ctx;
+        self
+    }
+
+    /// Sets the reviewer smart mode asks.
+    pub fn with_reviewer(mut self, reviewer: SmartReviewer) -> Self {
+        self.reviewer = Some(reviewer);
+        self
+    }
+
+    /// Fixes the run mode (`RunMode::Child` for a child agent, `RunMode::Acp`, …).
+    pub fn set_run_mode(&self, run: RunMode) {
+        *self.run_mode.lock().unwrap_or_else(PoisonError::into_inner) = Some(run);
+    }
+
+    /// The run mode commands are judged in; `prompt` decides when none was set.
+    pub fn run_mode(&self, prompt: &dyn ApprovalPrompt) -> RunMode {
+        self.run_mode
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .unwrap_or(if prompt.interactive() {
+                RunMode::Repl
+            } else {
+                RunMode::OneShot
+            })
     }
 
     /// Turns yolo (approve everything above the hardline floor and deny rules) on or off.
@@ -180,50 +267,101 @@ impl ApprovalGate {
         keys
     }
 
-    /// Decides whether `command` may run, asking `prompt` if needed.
+    /// Decides whether `command` may run, asking the reviewer or `prompt` if the policy says so.
     pub async fn check(&self, command: &str, prompt: &dyn ApprovalPrompt) -> Verdict {
-        let analysis = patterns::analyze(command);
-        if let Some(f) = analysis.hardline.first() {
-            tracing::warn!(key = f.key, command = %redact(command), "hardline: command refused");
-            return Verdict::Blocked(format!(
-                "BLOCKED: this command is on the hardline safety floor ({}). It is never run, whatever \
-                 the approval mode, --yolo or command_allowlist say. Do not retry it or a variant of it; \
-                 if it is truly needed, ask the user to run it themselves.",
-                f.description
-            ));
+        let analysis = patterns::analyze(command, &self.ctx);
+        let classification = analysis.classification();
+        let deny_rule = self.deny_rule_for(command, &analysis.views);
+        let findings = match &classification {
+            Classification::Dangerous(f) | Classification::CannotVerify(f) => f.clone(),
+            _ => Vec::new(),
+        };
+        let pending = self.unapproved(command, findings.clone());
+        let run = self.run_mode(prompt);
+        let listed = describe(&pending);
+        let mut facts = Facts {
+            run,
+            policy: &self.policy,
+            yolo: self.yolo(),
+            classification: &classification,
+            deny_rule: deny_rule.as_deref(),
+            pre_approved: !findings.is_empty() && pending.is_empty(),
+            review: None,
+        };
+        let mut decision = decide(&facts);
+        if decision == Decision::AskModel {
+            let review = match &self.reviewer {
+                Some(r) => r.review(command, &listed).await,
+                None => Review::Escalate,
+            };
+            tracing::info!(?review, ?run, reasons = %listed, command = %redact(command), "smart approval decision");
+            facts.review = Some(review);
+            decision = decide(&facts);
         }
-        if let Some(rule) = self.deny_rule_for(command, &analysis.views) {
-            tracing::info!(rule = %rule, command = %redact(command), "approvals.deny: command refused");
-            return Verdict::Blocked(format!(
-                "BLOCKED: this command matches the user's approvals.deny rule `{rule}`. Do not retry \
-                 it or a variant of it."
-            ));
+        if decision == Decision::AskHuman && !prompt.interactive() {
+            decision = Decision::Refuse(Refusal::NoOneToAsk(run));
         }
-        if self.yolo() || self.mode == ApprovalMode::Off {
-            return Verdict::Allowed;
+        match decision {
+            Decision::Allow => Verdict::Allowed,
+            Decision::Refuse(r) => self.refuse(r, command, &pending, &listed),
+            Decision::AskHuman | Decision::AskModel => {
+                self.ask(command, pending, listed, prompt).await
+            }
         }
-        // Smart mode has no auxiliary reviewer yet, so it asks like manual mode.
-        let pending = self.unapproved(command, analysis.dangerous);
-        if pending.is_empty() {
-            return Verdict::Allowed;
-        }
-        let reasons: Vec<String> = pending.iter().map(|f| f.description.to_string()).collect();
-        let listed = reasons.join("; ");
-        if !prompt.interactive() {
-            let keys: Vec<&str> = pending.iter().map(|f| f.key).collect();
-            tracing::info!(reasons = %listed, command = %redact(command), "dangerous command refused: no one to ask");
-            return Verdict::Blocked(format!(
-                "BLOCKED: this command was refused because it is dangerous ({listed}). No one can \
-                 approve it in this mode: nobody is there to answer an approval question. The user \
-                 can allow dangerous commands by running hermes with --yolo, or by adding {} to \
-                 command_allowlist in config.yaml. Do not retry it; use a safer alternative or \
-                 explain what you need.",
-                keys.join(", ")
-            ));
-        }
+    }
+
+    fn refuse(&self, r: Refusal, command: &str, pending: &[Finding], listed: &str) -> Verdict {
+        let text = match r {
+            Refusal::Floor(what) => {
+                tracing::warn!(floor = what, command = %redact(command), "hardline: command refused");
+                format!(
+                    "BLOCKED: this command is on the hardline safety floor ({what}). It is never \
+                     run, whatever the approval mode, --yolo or command_allowlist say. Do not \
+                     retry it or a variant of it; if it is truly needed, ask the user to run it \
+                     themselves."
+                )
+            }
+            Refusal::DenyRule(rule) => {
+                tracing::info!(rule = %rule, command = %redact(command), "deny rule: command refused");
+                format!(
+                    "BLOCKED: this command matches the user's deny rule `{rule}` (approvals.deny / \
+                     command_denylist in config.yaml). Do not retry it or a variant of it."
+                )
+            }
+            Refusal::SmartDeny => {
+                tracing::info!(reasons = %listed, command = %redact(command), "smart approval: denied");
+                format!(
+                    "BLOCKED by smart approval: {listed}. The command was assessed as genuinely \
+                     dangerous. Do NOT retry it or a variant of it."
+                )
+            }
+            Refusal::NoOneToAsk(run) => {
+                let keys: Vec<&str> = pending.iter().map(|f| f.key).collect();
+                tracing::info!(?run, reasons = %listed, command = %redact(command), "command refused: no one to ask");
+                format!(
+                    "BLOCKED: this command was refused because {}. No one can approve it in \
+                     this mode ({}). {} Do not retry it; use a safer alternative or explain what \
+                     you need.",
+                    why(pending),
+                    run_label(run),
+                    policy::how_to_allow(run, &keys.join(", "))
+                )
+            }
+        };
+        Verdict::Blocked(text)
+    }
+
+    /// Asks a person through `prompt` (with the timeout) and applies the answer.
+    async fn ask(
+        &self,
+        command: &str,
+        pending: Vec<Finding>,
+        listed: String,
+        prompt: &dyn ApprovalPrompt,
+    ) -> Verdict {
         let request = ApprovalRequest {
             command: command.to_string(),
-            reasons,
+            reasons: pending.iter().map(reason_text).collect(),
         };
         let choice = match tokio::time::timeout(self.timeout, prompt.ask(&request)).await {
             Ok(choice) => choice,
@@ -257,7 +395,11 @@ impl ApprovalGate {
         }
     }
 
-    /// The first deny rule matching the command as written or any de-obfuscated view of it.
+    /// The first deny rule matching the command as written or any de-obfuscated view of it:
+    /// as a regex anywhere in the text, or (Python Hermes' form) as a glob over a whole command,
+    /// case-insensitively. The views include every core command with wrappers, paths and git's
+    /// global options stripped, so `git push` also catches `git -C . push`, `/usr/bin/git push`,
+    /// `command git push`, `env X=1 git push` and quoted or escaped spellings.
     fn deny_rule_for(&self, command: &str, views: &normalize::Views) -> Option<String> {
         let texts = || {
             std::iter::once(command)
@@ -267,7 +409,11 @@ impl ApprovalGate {
         };
         self.deny
             .iter()
-            .find(|rule| texts().any(|t| rule.regex.is_match(t)))
+            .find(|rule| {
+                texts().any(|t| {
+                    rule.regex.is_match(t) || allowlist::glob_matches_ci(&rule.source, t.trim())
+                })
+            })
             .map(|rule| rule.source.clone())
     }
 
@@ -334,5 +480,58 @@ impl ApprovalGate {
                 "saving command_allowlist did not finish; the approval holds for this session only"
             ),
         }
+    }
+}
+
+/// One reason as the user reads it: cannot-verify findings say so.
+fn reason_text(f: &Finding) -> String {
+    match f.kind {
+        Kind::CannotVerify => format!("cannot verify: {}", f.description),
+        _ => f.description.to_string(),
+    }
+}
+
+/// All reasons, `; `-separated.
+fn describe(findings: &[Finding]) -> String {
+    findings
+        .iter()
+        .map(reason_text)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// "it is dangerous (…)" and/or "it cannot be verified (…)".
+fn why(findings: &[Finding]) -> String {
+    let (opaque, danger): (Vec<&Finding>, Vec<&Finding>) =
+        findings.iter().partition(|f| f.kind == Kind::CannotVerify);
+    let list = |v: &[&Finding]| {
+        v.iter()
+            .map(|f| f.description)
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    match (danger.is_empty(), opaque.is_empty()) {
+        (false, true) => format!("it is dangerous ({})", list(&danger)),
+        (true, false) => format!(
+            "it cannot be verified: what it runs is produced at run time ({})",
+            list(&opaque)
+        ),
+        _ => format!(
+            "it is dangerous ({}) and cannot be verified ({})",
+            list(&danger),
+            list(&opaque)
+        ),
+    }
+}
+
+fn run_label(run: RunMode) -> &'static str {
+    match run {
+        RunMode::Repl => "interactive chat",
+        RunMode::OneShot => "one-shot run: nobody is there to answer an approval question",
+        RunMode::Gateway => "chat platform",
+        RunMode::ApiServer => "API server: nobody is there to answer an approval question",
+        RunMode::Cron => "cron job: nobody is there to answer an approval question",
+        RunMode::Child => "child agent: nobody is there to answer an approval question",
+        RunMode::Acp => "editor",
     }
 }

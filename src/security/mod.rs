@@ -5,3 +5,5 @@ pub mod paths;
 pub mod protected;
 pub mod redact;
 pub mod sandbox;
+pub mod secrets;
+pub mod shield;

@@ -176,8 +176,8 @@ pub enum Refusal {
 #[derive(Debug, Clone, Default)]
 pub struct ProtectedPaths {
     rules: Vec<Rule>,
-    /// (device, inode) of existing protected files that may not be read: a hard link elsewhere
-    /// points at the same secret.
+    /// (device, inode) of unreadable files that existed when the list was built (private keys
+    /// under `~/.ssh` included); files named by a rule are also compared when checked.
     unreadable_inodes: BTreeSet<(u64, u64)>,
     /// Resolved paths nothing may write (directories cover their whole tree). For sandbox
     /// mounts: bind these read-only. Files may not exist yet (the mount code skips those).
@@ -400,11 +400,23 @@ impl ProtectedPaths {
                 return Some(Kind::Secrets);
             }
         }
-        if !self.unreadable_inodes.is_empty()
-            && let Ok(meta) = std::fs::metadata(resolved)
-            && self.unreadable_inodes.contains(&(meta.dev(), meta.ino()))
+        // A hard link elsewhere is the same secret under another name. Only files with more
+        // than one link need the comparison, which keeps walks cheap.
+        if let Ok(meta) = std::fs::metadata(resolved)
+            && meta.is_file()
+            && meta.nlink() > 1
         {
-            return Some(Kind::Secrets);
+            let id = (meta.dev(), meta.ino());
+            let linked = self.unreadable_inodes.contains(&id)
+                || self
+                    .rules
+                    .iter()
+                    .filter(|r| r.read && r.scope == Scope::File)
+                    .filter_map(|r| std::fs::metadata(&r.path).ok())
+                    .any(|m| (m.dev(), m.ino()) == id);
+            if linked {
+                return Some(Kind::Secrets);
+            }
         }
         None
     }

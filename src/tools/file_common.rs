@@ -209,26 +209,6 @@ pub fn directory_message(path: &Path, shown: &str, what_to_do: &str) -> String {
     }
 }
 
-/// Where a write to `path` should land: the target of a symlink (an atomic rename onto the
-/// link itself would replace the link with a plain file), else `path`.
-pub fn write_target(path: &Path) -> std::path::PathBuf {
-    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
-    if !is_link {
-        return path.to_path_buf();
-    }
-    if let Ok(real) = std::fs::canonicalize(path) {
-        return real;
-    }
-    // A dangling link: write where it points, so the link becomes valid.
-    match std::fs::read_link(path) {
-        Ok(target) if target.is_absolute() => target,
-        Ok(target) => path
-            .parent()
-            .map_or(target.clone(), |dir| dir.join(&target)),
-        Err(_) => path.to_path_buf(),
-    }
-}
-
 /// Maps an I/O error on `shown` to a message for the model.
 pub fn io_message(action: &str, shown: &str, err: &std::io::Error) -> String {
     match err.kind() {
@@ -273,21 +253,6 @@ mod tests {
         let msg = missing_path_message(&dir.path().join("nope/deeper/x.txt"), "x.txt");
         assert!(msg.contains("does not exist"), "{msg}");
         assert!(msg.contains("nearest existing directory"), "{msg}");
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn writes_follow_symlinks() {
-        let dir = tempfile::tempdir().unwrap();
-        let real = dir.path().join("real.txt");
-        std::fs::write(&real, "x").unwrap();
-        let link = dir.path().join("link.txt");
-        std::os::unix::fs::symlink("real.txt", &link).unwrap();
-        assert_eq!(write_target(&link), std::fs::canonicalize(&real).unwrap());
-        let dangling = dir.path().join("dangling");
-        std::os::unix::fs::symlink("sub/new.txt", &dangling).unwrap();
-        assert_eq!(write_target(&dangling), dir.path().join("sub/new.txt"));
-        assert_eq!(write_target(&real), real);
     }
 
     #[test]

@@ -2,12 +2,13 @@
 //! the change as a short unified-diff-like summary. Matching (exact, then whitespace-tolerant)
 //! lives in `patch_match`; this file owns validation, the write and the messages.
 
-use std::path::Path;
+use std::io::Read;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::tools::file_common;
+use crate::tools::file_path::{self, Access, FilePath};
 use crate::tools::patch_match::{self, Found, Span};
 use crate::tools::registry::{ToolContext, ToolError, TypedTool};
 
@@ -46,41 +47,19 @@ impl TypedTool for Patch {
                 "old_string and new_string are identical; nothing would change".into(),
             ));
         }
-        let path = ctx.resolve(&args.path);
-        file_common::blocking(move || patch_file(&path, &args)).await
+        let (path, note) = file_path::prepare_write(ctx, &args.path, Access::Edit).await?;
+        let result = file_common::blocking(move || patch_file(&path, &args)).await;
+        file_path::with_note(result, note)
     }
 }
 
 crate::register_tool!(Patch);
 
-fn patch_file(path: &Path, args: &PatchArgs) -> Result<String, ToolError> {
+fn patch_file(path: &FilePath, args: &PatchArgs) -> Result<String, ToolError> {
     let shown = args.path.as_str();
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(ToolError::Respond(format!(
-                "{}; to create a new file use write_file",
-                file_common::missing_path_message(path, shown)
-            )));
-        }
-        Err(_) if path.is_dir() => {
-            return Err(ToolError::Respond(file_common::directory_message(
-                path,
-                shown,
-                "patch edits one file",
-            )));
-        }
-        Err(e) => {
-            return Err(ToolError::Respond(file_common::io_message(
-                "read", shown, &e,
-            )));
-        }
-    };
-    if file_common::looks_binary(&bytes) {
-        return Err(ToolError::Respond(format!(
-            "{shown} is a binary file; patch edits text files only"
-        )));
-    }
+    let (mut file, mut bytes) = path.open_text("patch edits text files only")?;
+    file.read_to_end(&mut bytes)
+        .map_err(|e| ToolError::Respond(file_common::io_message("read", shown, &e)))?;
     let Ok(content) = String::from_utf8(bytes) else {
         return Err(ToolError::Respond(format!(
             "{shown} is not valid UTF-8 text; patch cannot edit it safely (use the terminal tool, e.g. sed, or rewrite it with write_file)"
@@ -120,7 +99,7 @@ fn patch_file(path: &Path, args: &PatchArgs) -> Result<String, ToolError> {
             "the replacement leaves {shown} unchanged; check new_string"
         )));
     }
-    crate::util::atomic_write(&file_common::write_target(path), updated.as_bytes())
+    crate::util::atomic_write(&path.resolved, updated.as_bytes())
         .map_err(|e| ToolError::Respond(file_common::io_message("write", shown, &e)))?;
 
     let count = spans.len();

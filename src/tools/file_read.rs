@@ -5,13 +5,13 @@
 //! total. When only part of the file is shown, a footer says how to continue.
 
 use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::tools::file_common::{self, BINARY_SNIFF_BYTES};
+use crate::tools::file_common;
+use crate::tools::file_path::{self, Access, FilePath};
 use crate::tools::registry::{MAX_RESULT_CHARS, ToolContext, ToolError, TypedTool};
 
 /// Most lines returned by one call.
@@ -52,7 +52,6 @@ impl TypedTool for ReadFile {
     const READ_ONLY: bool = true;
 
     async fn run(&self, args: ReadFileArgs, ctx: &ToolContext) -> Result<String, ToolError> {
-        let path = ctx.resolve(&args.path);
         // The whole answer, footers included, stays within the configured cap and below the
         // registry's spill threshold (a read should never be replaced by a "saved to file" note).
         let cap = ctx.config.file_read_max_chars.min(MAX_RESULT_CHARS);
@@ -62,9 +61,12 @@ impl TypedTool for ReadFile {
             max_chars: cap.saturating_sub(FOOTER_RESERVE).max(1),
             cap,
         };
-        let cancel = ctx.cancel.clone();
-        let shown = args.path;
-        file_common::blocking(move || read_window(&path, &shown, window, &cancel)).await
+        let (ctx, given) = (ctx.clone(), args.path);
+        file_common::blocking(move || {
+            let path = file_path::resolve_path(&ctx, &given, Access::Read)?;
+            read_window(&path, window, &ctx.cancel)
+        })
+        .await
     }
 }
 
@@ -81,52 +83,16 @@ struct Window {
 }
 
 fn read_window(
-    path: &Path,
-    shown: &str,
+    path: &FilePath,
     window: Window,
     cancel: &CancellationToken,
 ) -> Result<String, ToolError> {
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(ToolError::Respond(file_common::missing_path_message(
-                path, shown,
-            )));
-        }
-        Err(e) => {
-            return Err(ToolError::Respond(file_common::io_message(
-                "read", shown, &e,
-            )));
-        }
-    };
-    if meta.is_dir() {
-        return Err(ToolError::Respond(file_common::directory_message(
-            path,
-            shown,
-            "read one of its files, or use search_files with target=files to list it",
-        )));
-    }
-    if !meta.is_file() {
-        // Devices and FIFOs can block forever or never end.
-        return Err(ToolError::Respond(format!(
-            "{shown} is not a regular file (a device, pipe or socket); read_file only reads regular files"
-        )));
-    }
+    let shown = path.shown.as_str();
     let io_err = |e: std::io::Error| ToolError::Respond(file_common::io_message("read", shown, &e));
-    let mut file = std::fs::File::open(path).map_err(io_err)?;
-
-    let mut head = Vec::with_capacity(BINARY_SNIFF_BYTES);
-    (&mut file)
-        .take(BINARY_SNIFF_BYTES as u64)
-        .read_to_end(&mut head)
-        .map_err(io_err)?;
-    if file_common::looks_binary(&head) {
-        return Err(ToolError::Respond(format!(
-            "{shown} is a binary file ({} bytes); read_file shows text only. Inspect it with the terminal tool (e.g. `file`, `xxd | head`)",
-            meta.len()
-        )));
-    }
-    if meta.len() == 0 {
+    let (file, head) = path.open_text(
+        "read_file shows text only. Inspect it with the terminal tool (e.g. `file`, `xxd | head`)",
+    )?;
+    if head.is_empty() {
         return Ok(format!("{shown} is empty (0 bytes)."));
     }
     let reader = BufReader::with_capacity(64 * 1024, std::io::Cursor::new(head).chain(file));

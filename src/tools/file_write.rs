@@ -1,12 +1,11 @@
 //! The `write_file` tool: replaces (or creates) a whole file atomically, creating parent
 //! directories. A crash mid-write leaves the old file or the new one, never a torn one.
 
-use std::path::Path;
-
 use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::tools::file_common;
+use crate::tools::file_path::{self, Access, FilePath};
 use crate::tools::registry::{ToolContext, ToolError, TypedTool};
 
 pub struct WriteFile;
@@ -25,36 +24,18 @@ impl TypedTool for WriteFile {
     const DESCRIPTION: &'static str = "Create or overwrite a file with the given content (parent dirs are created). Use patch for small edits.";
 
     async fn run(&self, args: WriteFileArgs, ctx: &ToolContext) -> Result<String, ToolError> {
-        if args.path.trim().is_empty() {
-            return Err(ToolError::Respond(
-                "path is empty; give the file to write".into(),
-            ));
-        }
-        let path = ctx.resolve(&args.path);
-        file_common::blocking(move || write(&path, &args.path, &args.content)).await
+        let (path, note) = file_path::prepare_write(ctx, &args.path, Access::Write).await?;
+        let result = file_common::blocking(move || write(&path, &args.content)).await;
+        file_path::with_note(result, note)
     }
 }
 
 crate::register_tool!(WriteFile);
 
-fn write(path: &Path, shown: &str, content: &str) -> Result<String, ToolError> {
-    let path = &file_common::write_target(path);
-    let existed = match std::fs::metadata(path) {
-        Ok(meta) if meta.is_dir() => {
-            return Err(ToolError::Respond(format!(
-                "{shown} is an existing directory; write_file needs a file path (e.g. {shown}/name.ext)"
-            )));
-        }
-        Ok(_) => true,
-        Err(_) => false,
-    };
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        if parent.exists() && !parent.is_dir() {
-            return Err(ToolError::Respond(format!(
-                "cannot write {shown}: {} is a file, not a directory",
-                parent.display()
-            )));
-        }
+fn write(path: &FilePath, content: &str) -> Result<String, ToolError> {
+    let shown = path.shown.as_str();
+    let target = &path.resolved;
+    if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|e| {
             ToolError::Respond(file_common::io_message(
                 "create the parent directory of",
@@ -63,12 +44,16 @@ fn write(path: &Path, shown: &str, content: &str) -> Result<String, ToolError> {
             ))
         })?;
     }
-    crate::util::atomic_write(path, content.as_bytes())
+    crate::util::atomic_write(target, content.as_bytes())
         .map_err(|e| ToolError::Respond(file_common::io_message("write", shown, &e)))?;
     let lines = content.lines().count();
     Ok(format!(
         "{} {shown}: {} bytes, {lines} line{}.",
-        if existed { "Overwrote" } else { "Created" },
+        if path.existed() {
+            "Overwrote"
+        } else {
+            "Created"
+        },
         content.len(),
         if lines == 1 { "" } else { "s" }
     ))

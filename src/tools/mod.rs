@@ -4,6 +4,7 @@
 pub mod delegate;
 pub mod file_common;
 pub mod file_patch;
+pub mod file_path;
 pub mod file_read;
 pub mod file_write;
 pub mod memory;

@@ -14,9 +14,11 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::checkpoints::Checkpointer;
 use crate::config::Config;
 use crate::llm::{ToolCall, ToolSchema};
 use crate::security::approval::{ApprovalGate, ApprovalPrompt};
+use crate::security::shield::Shield;
 use crate::tools::todo::TodoList;
 
 /// Results longer than this many characters are spilled to a file and replaced by a preview.
@@ -75,6 +77,10 @@ pub struct ToolContext {
     /// Who to ask when a command needs approval (the REPL, a chat, or nobody in `-z`).
     pub prompt: Arc<dyn ApprovalPrompt>,
     pub scratch: Arc<SessionScratch>,
+    /// Protected paths and the redactor (one per process, from `Services`).
+    pub shield: Arc<Shield>,
+    /// Snapshots the working tree before the first file change of a turn.
+    pub checkpoints: Arc<Checkpointer>,
     /// The skill store of the process (its parse cache is shared).
     pub skills: crate::skills::SkillStore,
     pub role: AgentRole,
@@ -364,19 +370,21 @@ impl ToolRegistry {
             }),
             _ = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
         };
+        // Secrets never leave a tool: not into the spill file, the transcript or the model.
+        let redactor = &ctx.shield.redactor;
         match result {
             Ok(text) => ToolOutput {
-                content: spill_if_large(text, &ctx).await,
+                content: spill_if_large(redactor.redact_string(text), &ctx).await,
                 is_error: false,
                 fatal: false,
             },
             Err(ToolError::Respond(msg)) => ToolOutput {
-                content: error_json(&msg),
+                content: error_json(&redactor.redact(&msg)),
                 is_error: true,
                 fatal: false,
             },
             Err(ToolError::Fatal(msg)) => ToolOutput {
-                content: error_json(&msg),
+                content: error_json(&redactor.redact(&msg)),
                 is_error: true,
                 fatal: true,
             },

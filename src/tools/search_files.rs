@@ -13,7 +13,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+use crate::security::protected::ProtectedPaths;
 use crate::tools::file_common::{self, BINARY_SNIFF_BYTES};
+use crate::tools::file_path::{self, Access};
 use crate::tools::registry::{ToolContext, ToolError, TypedTool};
 
 const MAX_LIMIT: usize = 1_000;
@@ -71,9 +73,12 @@ impl TypedTool for SearchFiles {
                 "pattern is empty; give a regex (or a glob for target=files)".into(),
             ));
         }
-        let root = ctx.resolve(&args.path);
-        let cancel = ctx.cancel.clone();
-        file_common::blocking(move || search(&root, &args, &cancel)).await
+        let ctx = ctx.clone();
+        file_common::blocking(move || {
+            let root = file_path::resolve_path(&ctx, &args.path, Access::Search)?;
+            search(&root.resolved, &args, &ctx.shield.protected, &ctx.cancel)
+        })
+        .await
     }
 }
 
@@ -130,14 +135,10 @@ fn compile_glob(base: &Path, glob: &str, what: &str) -> Result<Gitignore, ToolEr
 fn search(
     root: &Path,
     args: &SearchFilesArgs,
+    protected: &ProtectedPaths,
     cancel: &CancellationToken,
 ) -> Result<String, ToolError> {
     let limit = args.limit.clamp(1, MAX_LIMIT);
-    if !root.exists() {
-        return Err(ToolError::Respond(file_common::missing_path_message(
-            root, &args.path,
-        )));
-    }
     let base = if root.is_dir() {
         root.to_path_buf()
     } else {
@@ -189,6 +190,11 @@ fn search(
             }
             continue;
         }
+        if content_re.is_some() && protected.is_unreadable(&abs) {
+            // Secrets (.env, auth.json, private keys) are never searched: a match would show them.
+            stats.protected += 1;
+            continue;
+        }
         if let Some(re) = &content_re
             && !grep_file(&abs, &shown, re, &mut found, &mut stats, cancel)
         {
@@ -234,6 +240,7 @@ struct Stats {
     files: usize,
     binary: usize,
     unreadable: usize,
+    protected: usize,
     interrupted: bool,
     too_many: bool,
 }
@@ -289,7 +296,7 @@ fn grep_file(
     stats: &mut Stats,
     cancel: &CancellationToken,
 ) -> bool {
-    let Ok(mut file) = std::fs::File::open(abs) else {
+    let Ok(mut file) = file_path::open_nofollow(abs) else {
         stats.unreadable += 1;
         return true;
     };
@@ -377,6 +384,12 @@ fn render(args: &SearchFilesArgs, found: &Results, stats: &Stats) -> String {
         out.push_str(&format!(
             "[{} unreadable file(s) skipped]\n",
             stats.unreadable
+        ));
+    }
+    if stats.protected > 0 {
+        out.push_str(&format!(
+            "[{} protected file(s) skipped: secrets are never searched]\n",
+            stats.protected
         ));
     }
     if stats.too_many {
@@ -546,7 +559,7 @@ mod tests {
         // Also directly: the blocking search itself notices the token.
         let args: super::SearchFilesArgs =
             serde_json::from_value(json!({"pattern": "helper"})).unwrap();
-        let out = super::search(&t.ctx.cwd, &args, &t.ctx.cancel).unwrap();
+        let out = super::search(&t.ctx.cwd, &args, &t.ctx.shield.protected, &t.ctx.cancel).unwrap();
         assert!(
             out.contains("[interrupted: results are incomplete]"),
             "{out}"

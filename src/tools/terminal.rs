@@ -75,6 +75,8 @@ impl TypedTool for Terminal {
             .unwrap_or(ctx.config.terminal.timeout.max(1));
         let timeout = requested.min(MAX_TIMEOUT_SECS);
         let mut notes = Vec::new();
+        // Checkpoint of the tree before a command that may change files (issue 11 §5).
+        notes.extend(ctx.checkpoints.before_command(&dir, &command).await);
         if requested > MAX_TIMEOUT_SECS {
             notes.push(format!(
                 "[timeout capped at {MAX_TIMEOUT_SECS}s; long-running jobs belong in the background]"

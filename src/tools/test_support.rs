@@ -41,6 +41,8 @@ fn build(adjust: impl FnOnce(&mut Config), mode: ApprovalMode, deny: Vec<String>
     std::fs::create_dir_all(&work).unwrap();
     let mut config = Config::defaults(home.clone(), EnvVars::default());
     adjust(&mut config);
+    let shield = Arc::new(crate::security::shield::Shield::for_config(&config));
+    let checkpoints = Arc::new(crate::checkpoints::Checkpointer::for_config(&config));
     let approvals = ApprovalGate::new(
         mode,
         false,
@@ -63,6 +65,8 @@ fn build(adjust: impl FnOnce(&mut Config), mode: ApprovalMode, deny: Vec<String>
         approvals: Arc::new(approvals),
         prompt: Arc::new(NoPrompt),
         scratch: Arc::new(SessionScratch::default()),
+        shield,
+        checkpoints,
     };
     TestEnv { dir, ctx }
 }

@@ -35,6 +35,13 @@ pub(super) fn approves_command(entry: &str, command: &str) -> bool {
     }
 }
 
+/// Case-insensitive glob over the whole text, only for entries that contain a glob character
+/// (Python Hermes' `approvals.deny` entries are fnmatch globs).
+pub(super) fn glob_matches_ci(pattern: &str, text: &str) -> bool {
+    pattern.contains(['*', '?', '['])
+        && glob_match(&pattern.trim().to_lowercase(), &text.to_lowercase())
+}
+
 /// fnmatch-style matching over the whole text: `*` any run, `?` one char, `[abc]`, `[a-z]`,
 /// `[!x]`. Iterative with single-star backtracking, so it is linear-ish on hostile input.
 fn glob_match(pattern: &str, text: &str) -> bool {
@@ -139,6 +146,7 @@ mod tests {
         let f = Finding {
             key: "git_force_push",
             description: "git force push (rewrites remote history)",
+            kind: catalog::Kind::Dangerous,
         };
         assert!(approves_finding("git_force_push", &f));
         assert!(approves_finding(

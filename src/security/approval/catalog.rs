@@ -4,13 +4,26 @@
 //! follow Python Hermes' wording, and `legacy` lists the Python descriptions a key absorbed, so
 //! an allowlist written by Python Hermes (which stores descriptions) keeps working.
 
-/// One reason a command is dangerous.
+/// How a finding is treated: the three verdicts of the classifier (plus "safe" = no finding).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// The hardline floor: refused in every mode, whatever `--yolo` or the allowlist say.
+    Floor,
+    /// Dangerous for a named reason: asked about, refused where no one can answer.
+    Dangerous,
+    /// What runs depends on text produced at run time, so the analyser cannot say what it
+    /// does. Treated exactly like `Dangerous`; the message says why.
+    CannotVerify,
+}
+
+/// One reason a command is dangerous (or cannot be verified).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Finding {
     /// Stable snake_case id (what allowlists and session approvals store).
     pub key: &'static str,
     /// Short human description.
     pub description: &'static str,
+    pub kind: Kind,
 }
 
 pub(super) struct Entry {
@@ -18,7 +31,7 @@ pub(super) struct Entry {
     pub(super) description: &'static str,
     /// Python Hermes descriptions this key also answers to in `command_allowlist`.
     pub(super) legacy: &'static [&'static str],
-    pub(super) hardline: bool,
+    pub(super) kind: Kind,
 }
 
 const fn hard(key: &'static str, description: &'static str) -> Entry {
@@ -26,7 +39,7 @@ const fn hard(key: &'static str, description: &'static str) -> Entry {
         key,
         description,
         legacy: &[],
-        hardline: true,
+        kind: Kind::Floor,
     }
 }
 const fn danger(
@@ -38,7 +51,15 @@ const fn danger(
         key,
         description,
         legacy,
-        hardline: false,
+        kind: Kind::Dangerous,
+    }
+}
+const fn opaque(key: &'static str, description: &'static str) -> Entry {
+    Entry {
+        key,
+        description,
+        legacy: &[],
+        kind: Kind::CannotVerify,
     }
 }
 
@@ -59,6 +80,18 @@ pub(super) const CATALOG: &[Entry] = &[
     hard("init_runlevel", "init 0/6 (halt/reboot)"),
     hard("systemctl_poweroff", "systemctl poweroff/reboot"),
     hard("telinit_runlevel", "telinit 0/6 (halt/reboot)"),
+    hard(
+        "move_protected_dir",
+        "move away the root filesystem, a system directory or the home directory",
+    ),
+    hard(
+        "recursive_perm_protected",
+        "recursive chmod/chown of the root filesystem, a system directory or the home directory",
+    ),
+    hard(
+        "wipe_block_device",
+        "wipe, discard, partition or overwrite a raw block device",
+    ),
     danger(
         "recursive_delete",
         "recursive delete",
@@ -255,11 +288,55 @@ pub(super) const CATALOG: &[Entry] = &[
             "sudo with combined-flag privilege escalation",
         ],
     ),
-    danger("script_exec_flag", "script execution via -e/-c flag", &[]),
     danger(
+        "truncate_system_file",
+        "truncate a system or sensitive file",
+        &[],
+    ),
+    danger(
+        "git_push_mirror",
+        "git push --mirror (overwrites or deletes every remote ref)",
+        &[],
+    ),
+    danger(
+        "git_push_delete",
+        "git push deleting a remote branch or tag",
+        &[],
+    ),
+    Entry {
+        key: "script_exec_flag",
+        description: "interpreter code (-c/-e) whose effect the analyser cannot read",
+        legacy: &["script execution via -e/-c flag"],
+        kind: Kind::CannotVerify,
+    },
+    opaque(
         "uninspectable_nesting",
         "command nested too deeply to inspect",
-        &[],
+    ),
+    opaque(
+        "dynamic_command_word",
+        "the command name is produced at run time ($(…), backticks or a variable in command position)",
+    ),
+    opaque("eval_dynamic", "eval of text produced at run time"),
+    opaque(
+        "generated_to_shell",
+        "text produced at run time is piped or fed into a shell or interpreter",
+    ),
+    opaque(
+        "run_written_file",
+        "runs a script written or downloaded by the same command",
+    ),
+    opaque(
+        "function_runs_args",
+        "a function or alias runs its arguments as a command",
+    ),
+    opaque(
+        "ifs_change",
+        "changes IFS, so the words that run cannot be read from the text",
+    ),
+    opaque(
+        "positional_exec",
+        "runs positional parameters as a command (set -- … then \"$@\")",
     ),
 ];
 
@@ -275,5 +352,6 @@ pub(super) fn finding(e: &Entry) -> Finding {
     Finding {
         key: e.key,
         description: e.description,
+        kind: e.kind,
     }
 }

@@ -181,12 +181,14 @@ fn dangerous_categories() {
         ("sudo -S apt-get install x", "sudo_privilege_flag"),
         ("sudo -i", "sudo_privilege_flag"),
         ("sudo -Es", "sudo_privilege_flag"),
-        ("python3 -c 'print(1)'", "script_exec_flag"),
-        ("perl -e 'print 1'", "script_exec_flag"),
-        ("node -e 'console.log(1)'", "script_exec_flag"),
-        ("ruby -e 'puts 1'", "script_exec_flag"),
-        ("sh -c 'ls'", "script_exec_flag"),
-        ("bash -lc 'make test'", "script_exec_flag"),
+        (
+            "python3 -c 'exec(bytes.fromhex(\"6c73\").decode())'",
+            "script_exec_flag",
+        ),
+        ("perl -e 'eval $ENV{X}'", "script_exec_flag"),
+        ("node -e 'eval(process.argv[1])' x", "script_exec_flag"),
+        ("ruby -e 'system(ARGV[0])' ls", "script_exec_flag"),
+        ("python3 -c", "script_exec_flag"),
         (
             "Remove-Item -Recurse -Force C:\\x",
             "powershell_destructive_delete",
@@ -255,6 +257,12 @@ fn ordinary_commands_are_not_flagged() {
         "sudo apt-get install -y ripgrep",
         "ps aux | grep hermes",
         "dd --version",
+        "python3 -c 'print(1)'",
+        "perl -e 'print 1'",
+        "node -e 'console.log(1)'",
+        "ruby -e 'puts 1'",
+        "sh -c 'ls'",
+        "bash -lc 'make test'",
     ];
     for cmd in quiet {
         assert_eq!(
@@ -400,4 +408,19 @@ fn hostile_inputs_do_not_hang_or_panic() {
         Some("recursive delete of the root filesystem")
     );
     let _ = detect("\u{202e}rm -rf / \u{ff52}\u{ff4d}");
+}
+
+#[test]
+fn tmp_panic_probe() {
+    for c in [
+        "while true; do $0 & done",
+        "while :; do bash $0 & done",
+        "while true; do sh -c \"$0\" & done",
+        "f(){ f & f & }; f",
+        "while true; do (while true; do :; done) & done",
+        "x() { while true; do x & done }; x",
+        "while true; do $(while true; do echo; done) & done",
+    ] {
+        eprintln!("{c}: {:?}", keys(c));
+    }
 }

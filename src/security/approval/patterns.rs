@@ -10,9 +10,10 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::catalog::{CATALOG, finding};
+use super::catalog::{CATALOG, Kind, finding};
 use super::normalize::{self, Views};
 use super::specs::{self, SQL_CONTEXT};
+use super::targets::{self, Context, is_block_device};
 
 pub use super::catalog::Finding;
 
@@ -20,165 +21,28 @@ fn re(pattern: &str) -> Option<Regex> {
     Regex::new(pattern).ok()
 }
 
-static BLOCK_DEVICE: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    re(
-        r"^/dev/(?:sd[a-z]+\d*|hd[a-z]+\d*|vd[a-z]+\d*|xvd[a-z]+\d*|nvme\d+(?:n\d+)?(?:p\d+)?|mmcblk\d+(?:p\d+)?|r?disk\d+(?:s\d+)?|md\d+|dm-\d+|mapper/\S+|loop\d+|sr\d+|nbd\d+|disk/by-\S+)$",
-    )
-});
 static FUNC_DEF: LazyLock<Option<Regex>> =
     LazyLock::new(|| re(r"(?:function\s+)?([A-Za-z_:.][\w:.-]*)\s*(?:\(\s*\))?\s*\{([^}]*)\}"));
-static PERL_FORK: LazyLock<Option<Regex>> =
-    LazyLock::new(|| re(r"\bfork\s*(?:\(\s*\))?\s*while\s+fork\b"));
+static PERL_FORK: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    re(
+        r"\bfork\s*(?:\(\s*\))?\s*while\s+(?:fork|1)\b|\b1\s+while\s+fork\b|\bfor\s*\(\s*;\s*;\s*\)\s*\{?\s*(?:\w+\.|os\.)?fork\b|\bwhile\s*\(?\s*(?:True|1|true)\s*\)?\s*[:{]?\s*(?:os\.|Process\.|process\.)?fork\b",
+    )
+});
+/// An endless loop (`while true`, `while :`, `until false`, `for ((;;))`) and its body.
+static ENDLESS_LOOP: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    re(
+        r"(?s)(?:\b(?:while|until)\s+(?:true|:|\[\s*1\s*\]|\(\(\s*1\s*\)\)|/bin/true|false)\s*;?\s*do\b|\bfor\s*\(\(\s*;\s*;\s*\)\)\s*;?\s*do\b)(.*?)(?:\bdone\b|$)",
+    )
+});
+/// `$0` (the running script) started again: `$0 &`, `bash $0 &`, `exec "$0"`.
+static SELF_SPAWN: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    re(
+        r#"(?:^|[;&|({]\s*|\bdo\s+|\b(?:ba|da|z|k)?sh\s+(?:-[a-bd-zA-Z]+\s+)*|\bexec\s+|\bsource\s+|\.\s+)"?\$(?:0|\{0\})"?(?:\s|$|[;&|)])"#,
+    )
+});
 static SQL_DELETE: LazyLock<Option<Regex>> =
     LazyLock::new(|| re(r#"(?i)\bdelete\s+from\s+[^\s;'"]+"#));
 static SQL_WHERE: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"(?i)\bwhere\b"));
-
-fn is_block_device(path: &str) -> bool {
-    BLOCK_DEVICE.as_ref().is_some_and(|r| r.is_match(path))
-}
-
-/// Directories whose recursive removal is refused outright.
-const SYSTEM_DIRS: &[&str] = &[
-    "/bin",
-    "/boot",
-    "/dev",
-    "/etc",
-    "/home",
-    "/lib",
-    "/lib32",
-    "/lib64",
-    "/libx32",
-    "/opt",
-    "/proc",
-    "/root",
-    "/run",
-    "/sbin",
-    "/srv",
-    "/sys",
-    "/usr",
-    "/var",
-    "/usr/bin",
-    "/usr/lib",
-    "/usr/lib64",
-    "/usr/local",
-    "/usr/sbin",
-    "/usr/share",
-    "/usr/include",
-    "/var/lib",
-    "/var/log",
-    "/System",
-    "/Library",
-    "/Applications",
-    "/Users",
-    "/private",
-    "/private/etc",
-    "/private/var",
-];
-/// Top-level trees where even a single-file delete deserves a question.
-const SYSTEM_TREES: &[&str] = &[
-    "etc", "usr", "bin", "sbin", "boot", "lib", "lib32", "lib64", "sys", "proc", "System",
-    "Library",
-];
-
-#[derive(Debug, PartialEq, Eq)]
-enum Target {
-    Root,
-    SystemDir,
-    Home,
-    /// Directly under `/` or inside a system tree.
-    SystemPath,
-    Other,
-}
-
-/// Classifies an `rm` operand, resolving `.`, `..`, `//` and trailing `/*` lexically.
-fn classify(target: &str) -> Target {
-    let home_rest = ["~", "$HOME", "${HOME}"]
-        .iter()
-        .find_map(|p| target.strip_prefix(p))
-        .or_else(|| {
-            // `~user`
-            target
-                .strip_prefix('~')
-                .map(|r| r.find('/').map_or("", |i| &r[i..]))
-        });
-    if let Some(rest) = home_rest
-        && (rest.is_empty() || rest.starts_with('/'))
-    {
-        return if rest.split('/').all(|c| matches!(c, "" | "." | ".." | "*")) {
-            Target::Home
-        } else {
-            Target::Other
-        };
-    }
-    if !target.starts_with('/') {
-        return Target::Other;
-    }
-    let mut comps: Vec<&str> = Vec::new();
-    for c in target.split('/') {
-        match c {
-            "" | "." => {}
-            ".." => {
-                comps.pop();
-            }
-            other => comps.push(other),
-        }
-    }
-    while comps.last() == Some(&"*") {
-        comps.pop();
-    }
-    let Some(first) = comps.first() else {
-        return Target::Root;
-    };
-    if comps.len() == 1 && first.contains(['*', '?', '[']) {
-        // `/b*` expands to /bin and /boot.
-        return Target::SystemDir;
-    }
-    let path = format!("/{}", comps.join("/"));
-    if SYSTEM_DIRS.contains(&path.as_str()) {
-        return Target::SystemDir;
-    }
-    if comps.len() == 2 && matches!(*first, "home" | "Users") {
-        return Target::Home;
-    }
-    if (comps.len() == 1 && *first != "tmp") || SYSTEM_TREES.contains(first) {
-        return Target::SystemPath;
-    }
-    Target::Other
-}
-
-fn rm_checks(args: &[String], hit: &mut HashSet<&'static str>) {
-    let mut recursive = false;
-    let mut targets = Vec::new();
-    let mut options_done = false;
-    for a in args {
-        if !options_done && a == "--" {
-            options_done = true;
-        } else if !options_done && a.starts_with("--") {
-            let name = &a[2..];
-            if !name.is_empty() && "recursive".starts_with(name) {
-                recursive = true;
-            }
-        } else if !options_done && a.len() > 1 && a.starts_with('-') {
-            recursive |= a.contains(['r', 'R']);
-        } else {
-            targets.push(a.as_str());
-        }
-    }
-    if recursive {
-        hit.insert("recursive_delete");
-    }
-    for t in targets {
-        match (classify(t), recursive) {
-            (Target::Root, true) => hit.insert("delete_root_fs"),
-            (Target::SystemDir, true) => hit.insert("delete_system_dir"),
-            (Target::Home, true) => hit.insert("delete_home_dir"),
-            (Target::Root | Target::SystemDir | Target::SystemPath, _) => {
-                hit.insert("delete_in_root_path")
-            }
-            _ => false,
-        };
-    }
-}
 
 /// `kill -9 -1`, `kill -s KILL -1`, `kill -- -1`: signal every process the user can reach.
 fn kills_all(args: &[String]) -> bool {
@@ -193,7 +57,8 @@ fn kills_all(args: &[String]) -> bool {
     if args.get(i).is_some_and(|a| a == "--") {
         i += 1;
     }
-    args.iter().skip(i).any(|a| a == "-1")
+    // `kill -1` alone: some kills take `-1` as the target when no signal is given.
+    args.len() == 1 && args[0] == "-1" || args.iter().skip(i).any(|a| a == "-1")
 }
 
 fn first_operand(args: &[String]) -> Option<&str> {
@@ -202,13 +67,13 @@ fn first_operand(args: &[String]) -> Option<&str> {
         .find(|a| !a.starts_with('-'))
 }
 
-fn command_checks(cmd: &[String], hit: &mut HashSet<&'static str>) {
+fn command_checks(cmd: &[String], ctx: &Context, hit: &mut HashSet<&'static str>) {
     let Some(name) = cmd.first().map(String::as_str) else {
         return;
     };
     let args = &cmd[1..];
+    targets::floor_checks(cmd, ctx, hit);
     match name {
-        "rm" => rm_checks(args, hit),
         "chown" => {
             let recursive = args.iter().any(|a| {
                 a == "--recursive"
@@ -221,15 +86,6 @@ fn command_checks(cmd: &[String], hit: &mut HashSet<&'static str>) {
             if recursive && to_root {
                 hit.insert("chown_recursive_root");
             }
-        }
-        "dd" if args
-            .iter()
-            .any(|a| a.strip_prefix("of=").is_some_and(is_block_device)) =>
-        {
-            hit.insert("dd_block_device");
-        }
-        "tee" if args.iter().any(|a| is_block_device(a)) => {
-            hit.insert("redirect_block_device");
         }
         "kill" if kills_all(args) => {
             hit.insert("kill_all_processes");
@@ -265,25 +121,52 @@ fn command_checks(cmd: &[String], hit: &mut HashSet<&'static str>) {
     }
 }
 
+/// True if `text` backgrounds a command (`&` that is not `&&`, `>&`, `&>` or `|&`) or pipes one.
+fn spawns(text: &str, pipes_count: bool) -> bool {
+    let c: Vec<char> = text.chars().collect();
+    (0..c.len()).any(|i| {
+        let prev = i.checked_sub(1).map(|j| c[j]);
+        let next = c.get(i + 1).copied();
+        match c[i] {
+            '&' => !matches!(prev, Some('&' | '>' | '<' | '|')) && !matches!(next, Some('&' | '>')),
+            '|' => pipes_count && prev != Some('|') && next != Some('|'),
+            _ => false,
+        }
+    })
+}
+
+/// Fork-bomb shapes: a function that calls itself and backgrounds or pipes (`:(){ :|:& };:`,
+/// `f(){ f & f & }; f`), an endless loop that backgrounds commands (`while true; do $0 & done`),
+/// the running script started again in the background (`bash $0 &`), and the classic Perl/Python
+/// `fork while fork` / `while True: os.fork()`.
 fn is_fork_bomb(raw: &str) -> bool {
     if PERL_FORK.as_ref().is_some_and(|r| r.is_match(raw)) {
         return true;
     }
-    let Some(def) = FUNC_DEF.as_ref() else {
-        return false;
-    };
-    def.captures_iter(raw).any(|c| {
-        let (Some(name), Some(body)) = (c.get(1), c.get(2)) else {
-            return false;
-        };
-        let compact: String = body
-            .as_str()
-            .chars()
-            .filter(|c| !c.is_whitespace())
-            .collect();
-        let name = name.as_str();
-        compact.contains(&format!("{name}|{name}")) && compact.contains('&')
-    })
+    if let Some(def) = FUNC_DEF.as_ref() {
+        let recursive = def.captures_iter(raw).any(|c| {
+            let (Some(name), Some(body)) = (c.get(1), c.get(2)) else {
+                return false;
+            };
+            let name = name.as_str();
+            let calls_itself = body
+                .as_str()
+                .split(|ch: char| ch.is_whitespace() || ";&|(){}".contains(ch))
+                .any(|w| w == name);
+            calls_itself && spawns(body.as_str(), true)
+        });
+        if recursive {
+            return true;
+        }
+    }
+    if let Some(lp) = ENDLESS_LOOP.as_ref()
+        && lp
+            .captures_iter(raw)
+            .any(|c| c.get(1).is_some_and(|b| spawns(b.as_str(), false)))
+    {
+        return true;
+    }
+    SELF_SPAWN.as_ref().is_some_and(|r| r.is_match(raw)) && spawns(raw, false)
 }
 
 fn delete_without_where(raw: &str) -> bool {
@@ -310,14 +193,14 @@ pub(super) struct Analysis {
 }
 
 /// Runs every detector over the de-obfuscated views of `command`.
-pub(super) fn analyze(command: &str) -> Analysis {
+pub(super) fn analyze(command: &str, ctx: &Context) -> Analysis {
     let views = normalize::views(command);
     let mut hit: HashSet<&'static str> = views.notes.iter().copied().collect();
     for cmd in &views.cmds {
-        command_checks(cmd, &mut hit);
+        command_checks(cmd, ctx, &mut hit);
     }
     for (op, target) in &views.redirects {
-        if op.contains('>') && is_block_device(target) {
+        if (op.contains('>') || op == "<>") && is_block_device(target) {
             hit.insert("redirect_block_device");
         }
     }
@@ -333,7 +216,7 @@ pub(super) fn analyze(command: &str) -> Analysis {
     let (hardline, dangerous) = CATALOG
         .iter()
         .filter(|e| hit.contains(e.key))
-        .partition::<Vec<_>, _>(|e| e.hardline);
+        .partition::<Vec<_>, _>(|e| e.kind == Kind::Floor);
     Analysis {
         hardline: hardline.into_iter().map(finding).collect(),
         dangerous: dangerous.into_iter().map(finding).collect(),
@@ -341,16 +224,62 @@ pub(super) fn analyze(command: &str) -> Analysis {
     }
 }
 
+/// The classifier's verdict on one command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Classification {
+    Safe,
+    /// Dangerous for the named reasons (cannot-verify findings may be among them).
+    Dangerous(Vec<Finding>),
+    /// Nothing named as dangerous, but what runs is produced at run time (the reasons say how).
+    CannotVerify(Vec<Finding>),
+    /// On the hardline floor: never run.
+    Floor(Vec<Finding>),
+}
+
+impl Classification {
+    /// The findings behind the verdict (empty when safe).
+    pub fn findings(&self) -> &[Finding] {
+        match self {
+            Classification::Safe => &[],
+            Classification::Dangerous(f)
+            | Classification::CannotVerify(f)
+            | Classification::Floor(f) => f,
+        }
+    }
+}
+
+impl Analysis {
+    pub(super) fn classification(&self) -> Classification {
+        if !self.hardline.is_empty() {
+            Classification::Floor(self.hardline.clone())
+        } else if self.dangerous.iter().any(|f| f.kind == Kind::Dangerous) {
+            Classification::Dangerous(self.dangerous.clone())
+        } else if !self.dangerous.is_empty() {
+            Classification::CannotVerify(self.dangerous.clone())
+        } else {
+            Classification::Safe
+        }
+    }
+}
+
+/// Classifies `command` as safe, dangerous, cannot-verify or floor, with `ctx`'s home directory.
+pub fn classify(command: &str, ctx: &Context) -> Classification {
+    analyze(command, ctx).classification()
+}
+
 /// Every reason `command` is dangerous: hardline findings first, then the rest, each key once.
 pub fn detect(command: &str) -> Vec<Finding> {
-    let a = analyze(command);
+    let a = analyze(command, &Context::from_env());
     a.hardline.into_iter().chain(a.dangerous).collect()
 }
 
 /// The description of the first hardline rule `command` breaks, if any. Hardline commands are
 /// refused whatever the mode, `--yolo` or allowlist says.
 pub fn hardline(command: &str) -> Option<&'static str> {
-    analyze(command).hardline.first().map(|f| f.description)
+    analyze(command, &Context::from_env())
+        .hardline
+        .first()
+        .map(|f| f.description)
 }
 
 #[cfg(test)]

@@ -363,6 +363,19 @@ const SPECS: &[Spec] = &[
         ],
     },
     Spec {
+        key: "git_push_mirror",
+        scope: Scope::Cmd,
+        all: &[concat!(git!(), r"push\s(?:.*\s)?--mirror(?:\s|$)")],
+    },
+    Spec {
+        key: "git_push_delete",
+        scope: Scope::Cmd,
+        all: &[
+            concat!(git!(), r"push(?:\s|$)"),
+            r"\s(?:--delete|-d|--prune)(?:\s|$)|\s\+?:\S+",
+        ],
+    },
+    Spec {
         key: "git_clean_force",
         scope: Scope::Cmd,
         all: &[

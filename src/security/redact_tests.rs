@@ -1,0 +1,153 @@
+//! Unit tests for `redact.rs`: every token shape, exact values, what must stay readable.
+
+use super::*;
+
+fn r(text: &str) -> String {
+    Redactor::patterns_only().redact(text).into_owned()
+}
+
+#[test]
+fn token_shapes_are_hidden() {
+    let cases = [
+        "Incorrect API key provided: sk-proj-abcdefghijklmnopqrstuvwx.",
+        "token ghp_abcdefghijklmnopqrstuvwxyz0123456789 here",
+        "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+        "slack xoxb-1234567890-abcdefghij",
+        "xoxp-1234567890-abcdefghijkl",
+        "aws AKIAIOSFODNN7EXAMPLE end",
+        "bot 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1 ok",
+        "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "curl -H 'Authorization: Bearer abcdef0123456789xyz'",
+        "password=hunter2hunter2",
+        "export GITHUB_TOKEN=abcdefghijkl1234",
+        r#"{"api_key": "supersecretvalue123"}"#,
+        "stripe sk_live_abcdefghijklmnop1234",
+        "google AIzaSyA-abcdefghijklmnopqrstuvwxyz12345",
+        "hf hf_abcdefghijklmnopqrstuvwxyzABCDEF",
+    ];
+    for case in cases {
+        let out = r(case);
+        assert!(out.contains(REDACTED), "not redacted: {case} → {out}");
+        for secret in [
+            "abcdefghijklmnop",
+            "IOSFODNN7",
+            "AAHdqTcvCH1v",
+            "dozjgNryP4J3",
+            "hunter2hunter2",
+            "supersecretvalue",
+            "abcdef0123456789",
+            "abcdefghijkl1234",
+            "1234567890-abcdefghij",
+        ] {
+            assert!(!out.contains(secret), "{case} → {out}");
+        }
+    }
+}
+
+#[test]
+fn names_stay_readable() {
+    assert_eq!(r("password=hunter2hunter2"), "password=[REDACTED]");
+    assert_eq!(
+        r(r#"{"api_key": "supersecretvalue123"}"#),
+        r#"{"api_key": "[REDACTED]"}"#
+    );
+    assert_eq!(
+        r("Authorization: Bearer abcdef0123456789xyz"),
+        "Authorization: Bearer [REDACTED]"
+    );
+    assert_eq!(
+        r("OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwx"),
+        "OPENAI_API_KEY=[REDACTED]"
+    );
+    assert_eq!(
+        r("bot 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1 ok"),
+        "bot [REDACTED] ok"
+    );
+}
+
+#[test]
+fn pem_private_keys_are_hidden_whole() {
+    let pem = "before\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\nQUJDREVGR0hJSktMTU5PUFFSU1RVVldY\n-----END OPENSSH PRIVATE KEY-----\nafter";
+    assert_eq!(r(pem), "before\n[REDACTED]\nafter");
+    // A block cut off (a truncated tool result) is hidden to the end.
+    let cut = "x -----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA";
+    assert_eq!(r(cut), "x [REDACTED]");
+    // Public keys and certificates stay.
+    let public = "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQ\n-----END PUBLIC KEY-----";
+    assert_eq!(r(public), public);
+}
+
+#[test]
+fn ordinary_text_and_code_are_left_alone() {
+    for text in [
+        "nothing here",
+        "task-management-is-great-stuff and disk-usage",
+        "let tokenizer = Tokenizer::new(vocab);",
+        "token_count = count_tokens(text)",
+        "password_hash = hash_password(pw)",
+        "api_key = os.environ.get(\"OPENAI_API_KEY\")",
+        "api_key: ${OPENAI_API_KEY}",
+        "token: null",
+        "the key is in the drawer; secret plans",
+        "ASKIA is a name, AKIA alone too",
+        "ratio 12345678:AA is not a token",
+        "already password=[REDACTED] done",
+        "日本語のテキスト token: 値",
+    ] {
+        assert_eq!(r(text), text, "changed: {text}");
+    }
+}
+
+#[test]
+fn exact_values_are_hidden_case_sensitively() {
+    let red = Redactor::new(
+        vec![
+            "plain-secret-value-42".to_string(),
+            "short".to_string(),
+            "Zm9vYmFyYmF6cXV4".to_string(),
+        ],
+        true,
+    );
+    assert_eq!(red.known_values(), 2);
+    assert_eq!(
+        red.redact("a plain-secret-value-42 b Zm9vYmFyYmF6cXV4 c"),
+        "a [REDACTED] b [REDACTED] c"
+    );
+    // Only the exact bytes: another case is another string.
+    assert_eq!(red.redact("PLAIN-SECRET-VALUE-42"), "PLAIN-SECRET-VALUE-42");
+    // Too short to be told apart from ordinary words.
+    assert_eq!(red.redact("short"), "short");
+    // Next to each other, inside other text, and at the edges.
+    assert_eq!(
+        red.redact("plain-secret-value-42plain-secret-value-42"),
+        "[REDACTED][REDACTED]"
+    );
+    assert!(matches!(red.redact("clean text"), Cow::Borrowed(_)));
+    // Debug output never shows values.
+    assert!(!format!("{red:?}").contains("plain"));
+}
+
+#[test]
+fn disabled_redactor_changes_nothing() {
+    let red = Redactor::new(vec!["plain-secret-value-42".to_string()], false);
+    assert_eq!(
+        red.redact("plain-secret-value-42 sk-proj-abcdefghijklmnopqrstuvwx"),
+        "plain-secret-value-42 sk-proj-abcdefghijklmnopqrstuvwx"
+    );
+}
+
+#[test]
+fn redaction_is_idempotent_and_utf8_safe() {
+    let red = Redactor::new(vec!["ключ-секрет-12345".to_string()], true);
+    let text = "é ключ-секрет-12345 ü password=\"hunter2hunter2\" 🎉 sk-abcdefghijklmnopqrstuv";
+    let once = red.redact(text).into_owned();
+    assert_eq!(once, "é [REDACTED] ü password=\"[REDACTED]\" 🎉 [REDACTED]");
+    assert_eq!(red.redact(&once), once);
+}
+
+#[test]
+fn free_functions_still_work() {
+    let s = redact("Incorrect API key provided: sk-proj-abcdefghijklmnopqrstuvwx.");
+    assert!(!s.contains("abcdefghijklmnop"), "{s}");
+    assert_eq!(redact_value("key=abcdef123", "abcdef123"), "key=[REDACTED]");
+}

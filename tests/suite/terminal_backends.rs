@@ -1,0 +1,218 @@
+//! The `docker` and `ssh` terminal backends for real: a container from a tiny image built with
+//! `docker import` (scripts/test-setup), and an sshd on 127.0.0.1 with a generated key. Each test
+//! skips with a message naming what is missing (no daemon, no image, no sshd).
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::suite::sandbox::{last_tool_result, run_terminal};
+use crate::support::harness::{TestEnv, stderr};
+use crate::support::mock_llm::{MockLlm, Reply};
+
+const DOCKER_IMAGE: &str = "hermes-test-busybox:latest";
+
+/// Why the docker backend cannot be tested here, if it cannot (scripts/test-setup starts dockerd
+/// and builds the image).
+fn docker_unavailable() -> Option<String> {
+    let info = std::process::Command::new("docker").arg("info").output();
+    match info {
+        Ok(o) if o.status.success() => {}
+        Ok(_) => return Some("dockerd is not running (scripts/test-setup starts it)".into()),
+        Err(e) => return Some(format!("the docker client is not installed: {e}")),
+    }
+    let image = std::process::Command::new("docker")
+        .args(["image", "inspect", DOCKER_IMAGE])
+        .output();
+    match image {
+        Ok(o) if o.status.success() => None,
+        _ => Some(format!(
+            "the test image {DOCKER_IMAGE} is missing (scripts/test-setup builds it)"
+        )),
+    }
+}
+
+#[test]
+fn docker_backend_runs_in_a_container_with_limits_and_removes_it() {
+    if let Some(why) = docker_unavailable() {
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    let env = TestEnv::new();
+    env.config(&format!(
+        "terminal:\n  backend: docker\n  docker_image: {DOCKER_IMAGE}\n  max_processes: 64\n  network: off\n"
+    ));
+    let mock = MockLlm::with_script([
+        Reply::tool_call(
+            "c1",
+            "terminal",
+            json!({"command": "echo id=$(hostname); echo pids=$(cat /sys/fs/cgroup/pids/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids.max); ls /sys/class/net; echo made > in-container.txt; exit 7"}),
+        ),
+        Reply::tool_call(
+            "c2",
+            "terminal",
+            json!({"command": "echo again=$(hostname)"}),
+        ),
+        Reply::text("done"),
+    ]);
+    let out = env
+        .cmd(&mock.base_url())
+        .env("OPENAI_API_KEY", "sk-fake-docker-secret")
+        .args(["--yolo", "-z", "go"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let requests = mock.requests();
+    let first = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(first.contains("pids=64"), "{first}");
+    assert!(first.contains("[exit code: 7]"), "{first}");
+    // network none: loopback only.
+    assert!(first.contains("lo") && !first.contains("eth0"), "{first}");
+    let id = first
+        .lines()
+        .find_map(|l| l.strip_prefix("id="))
+        .unwrap()
+        .trim()
+        .to_string();
+    // The second command ran in the same (session) container.
+    let second = last_tool_result(&mock);
+    assert!(second.contains(&format!("again={id}")), "{second}");
+    // The working directory was mounted.
+    assert_eq!(
+        std::fs::read_to_string(env.cwd.path().join("in-container.txt")).unwrap(),
+        "made\n"
+    );
+    // hermes exited: its container is gone.
+    let inspect = std::process::Command::new("docker")
+        .args(["inspect", &id])
+        .output()
+        .unwrap();
+    assert!(!inspect.status.success(), "container {id} is still there");
+}
+
+/// An sshd on 127.0.0.1 for one test (killed on drop), accepting one generated key.
+struct TestSshd {
+    child: std::process::Child,
+    dir: tempfile::TempDir,
+    port: u16,
+}
+
+impl TestSshd {
+    fn start() -> Result<TestSshd, String> {
+        let sshd = std::path::Path::new("/usr/sbin/sshd");
+        if !sshd.exists() {
+            return Err(
+                "sshd is not installed (scripts/test-setup installs openssh-server)".into(),
+            );
+        }
+        if !std::path::Path::new("/run/sshd").exists() {
+            return Err("/run/sshd is missing (scripts/test-setup creates it)".into());
+        }
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        for key in ["host_key", "user_key"] {
+            let ok = std::process::Command::new("ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+                .arg(dir.path().join(key))
+                .status()
+                .map_err(|e| format!("ssh-keygen: {e}"))?;
+            if !ok.success() {
+                return Err("ssh-keygen failed".into());
+            }
+        }
+        std::fs::copy(
+            dir.path().join("user_key.pub"),
+            dir.path().join("authorized_keys"),
+        )
+        .map_err(|e| e.to_string())?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| e.to_string())?
+            .port();
+        let d = dir.path().display();
+        let config = format!(
+            "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n\
+             PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n\
+             PermitRootLogin yes\nPidFile none\n"
+        );
+        std::fs::write(dir.path().join("sshd_config"), config).map_err(|e| e.to_string())?;
+        let child = std::process::Command::new(sshd)
+            .args(["-D", "-e", "-f"])
+            .arg(dir.path().join("sshd_config"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start sshd: {e}"))?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if Instant::now() > deadline {
+                return Err("sshd did not start listening".into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(TestSshd { child, dir, port })
+    }
+}
+
+impl Drop for TestSshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn ssh_backend_runs_on_the_host_with_output_and_exit_code() {
+    let sshd = match TestSshd::start() {
+        Ok(s) => s,
+        Err(why) => {
+            eprintln!("SKIPPED: {why}");
+            return;
+        }
+    };
+    let env = TestEnv::new();
+    let user = String::from_utf8(
+        std::process::Command::new("id")
+            .arg("-un")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    env.config(&format!(
+        "terminal:\n  backend: ssh\n  ssh_host: 127.0.0.1\n  ssh_port: {}\n  ssh_user: {}\n  ssh_key: {}\n",
+        sshd.port,
+        user.trim(),
+        sshd.dir.path().join("user_key").display()
+    ));
+    let result = run_terminal(
+        &env,
+        json!({"command": "echo remote-$((6*7)) in $(pwd); echo oops >&2; exit 3"}),
+        &[],
+    );
+    assert!(
+        result.contains(&format!("remote-42 in {}", env.cwd.path().display())),
+        "{result}"
+    );
+    assert!(result.contains("[stderr]\noops"), "{result}");
+    assert!(result.ends_with("[exit code: 3]"), "{result}");
+
+    // A timed-out command is killed on the remote side too (ssh's stdin closes).
+    let marker = env.cwd.path().join("remote-marker");
+    let result = run_terminal(
+        &env,
+        json!({"command": format!("sleep 2; touch {}", marker.display()), "timeout": 1}),
+        &[],
+    );
+    assert!(result.contains("killed after timeout 1s"), "{result}");
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(!marker.exists(), "the remote command outlived its timeout");
+}
