@@ -72,7 +72,11 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
     match cli.command {
         Some(args::Command::Sessions { action }) => {
             let store = setup::open_store(&config)?;
-            sessions_cmd::run(&store, action)
+            let redactor = crate::security::redact::Redactor::new(
+                crate::security::secrets::collect(&config),
+                config.security.redact_secrets,
+            );
+            sessions_cmd::run(&store, &redactor, action)
         }
         Some(args::Command::Memory { action }) => memory_cmd::run(&config, action),
         Some(args::Command::Skills { action }) => skills_cmd::run(&config, action),

@@ -10,7 +10,12 @@ use crate::cli::{CliError, exit};
 use crate::llm::ToolCall;
 use crate::sessions::{SessionRow, SessionStore, StoredMessage};
 
-pub fn run(store: &SessionStore, action: SessionsCommand) -> Result<u8, CliError> {
+/// `redactor` hides secrets in exports (sessions stored before redaction existed included).
+pub fn run(
+    store: &SessionStore,
+    redactor: &crate::security::redact::Redactor,
+    action: SessionsCommand,
+) -> Result<u8, CliError> {
     match action {
         SessionsCommand::List { json, limit } => {
             let rows = store.list_sessions(limit)?;
@@ -60,6 +65,7 @@ pub fn run(store: &SessionStore, action: SessionsCommand) -> Result<u8, CliError
                 }
                 ExportFormat::Md => markdown(&row, &messages),
             };
+            let text = redactor.redact_string(text);
             match output {
                 Some(path) => {
                     crate::util::atomic_write(&path, text.as_bytes()).map_err(|e| {

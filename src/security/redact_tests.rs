@@ -151,3 +151,17 @@ fn free_functions_still_work() {
     assert!(!s.contains("abcdefghijklmnop"), "{s}");
     assert_eq!(redact_value("key=abcdef123", "abcdef123"), "key=[REDACTED]");
 }
+
+#[test]
+fn log_writer_redacts_each_event() {
+    use std::io::Write;
+    let red = Redactor::new(vec!["plain-secret-value-42".to_string()], true);
+    let mut w = RedactingWriter::new(Vec::new(), red);
+    let line = b"INFO call failed: key plain-secret-value-42 rejected\n";
+    assert_eq!(w.write(line).unwrap(), line.len());
+    w.flush().unwrap();
+    assert_eq!(
+        String::from_utf8(w.inner).unwrap(),
+        "INFO call failed: key [REDACTED] rejected\n"
+    );
+}

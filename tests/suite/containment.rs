@@ -243,7 +243,13 @@ fn secrets_never_reach_state_db_requests_export_or_logs() {
             assert!(!contains(bytes, s), "{s} found in {}", path.display());
         }
     }
-    // The export.
+    // The export, including a row stored before redaction existed (a secret in the clear).
+    env.db()
+        .execute(
+            "UPDATE messages SET content = ?1 WHERE id = (SELECT MIN(id) FROM messages WHERE role = 'assistant')",
+            [format!("old transcript with {from_dotenv}")],
+        )
+        .unwrap();
     let id = env.session_ids().pop().unwrap();
     for format in ["jsonl", "md"] {
         let out = env
@@ -253,7 +259,7 @@ fn secrets_never_reach_state_db_requests_export_or_logs() {
             .unwrap();
         assert!(out.status.success(), "{}", stderr(&out));
         let text = String::from_utf8_lossy(&out.stdout);
-        assert!(text.contains("[REDACTED]"), "{text}");
+        assert!(text.contains("old transcript with [REDACTED]"), "{text}");
         for s in secrets {
             assert!(!text.contains(s), "{s} in the {format} export");
         }
