@@ -184,15 +184,15 @@ fn read_context(
         return None;
     }
     // Project files come from anyone who can commit to the repository: scanned before the
-    // model obeys them (the shared threat scanner, context scope).
-    let findings = crate::memory::scan::scan(body, crate::memory::scan::Scope::Context);
-    if !findings.is_empty() {
-        tracing::warn!(path = %path.display(), patterns = %crate::memory::scan::ids(&findings), "context file blocked");
+    // model obeys them (the shared scanner; anything above `safe` keeps the file out).
+    let verdict = crate::security::scan::scan(body, crate::security::scan::Origin::ContextFile);
+    if !verdict.is_safe() {
+        tracing::warn!(path = %path.display(), patterns = %verdict.reason(), "context file blocked");
         return Some(ContextFile {
             name: name.to_string(),
             content: format!(
                 "[BLOCKED: {name} was not loaded because it matched threat pattern(s) {}. Review {} before trusting it.]",
-                crate::memory::scan::ids(&findings),
+                verdict.reason(),
                 path.display()
             ),
             path,

@@ -52,6 +52,8 @@ pub enum CliError {
 pub mod exit {
     pub const OK: u8 = 0;
     pub const FAILURE: u8 = 1;
+    /// The command was used wrongly (e.g. `skills audit` of a path that is not a skill).
+    pub const USAGE: u8 = 2;
     /// The user interrupted (as a shell reports SIGINT).
     pub const INTERRUPTED: u8 = 130;
 }

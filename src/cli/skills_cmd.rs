@@ -145,12 +145,29 @@ fn view(store: &SkillStore, name: &str, file: Option<&str>) -> Result<u8, CliErr
     Ok(exit::OK)
 }
 
+enum AuditTargetError {
+    NotASkill(NotASkill),
+    Cli(CliError),
+}
+
+impl From<NotASkill> for AuditTargetError {
+    fn from(e: NotASkill) -> Self {
+        AuditTargetError::NotASkill(e)
+    }
+}
+
+impl From<CliError> for AuditTargetError {
+    fn from(e: CliError) -> Self {
+        AuditTargetError::Cli(e)
+    }
+}
+
 /// Skill directories to audit for a target: a path (a skill or a tree of skills), a name, or
 /// every skill in the store.
 fn audit_targets(
     store: &SkillStore,
     target: Option<&str>,
-) -> Result<Vec<(String, PathBuf, Trust)>, CliError> {
+) -> Result<Vec<(String, PathBuf, Trust)>, AuditTargetError> {
     let trust_in_home = |name: &str| match usage::origin(store.home_root(), name) {
         Origin::Bundled => Trust::Builtin,
         Origin::Hub => match usage::hub_trust(store.home_root(), name).as_deref() {
@@ -162,27 +179,8 @@ fn audit_targets(
         Origin::User | Origin::External => Trust::Community,
     };
     match target {
-        Some(t) if Path::new(t).exists() => {
-            let path = PathBuf::from(t);
-            if path.join("SKILL.md").is_file() {
-                let name = path
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                return Ok(vec![(name, path, Trust::Community)]);
-            }
-            let scan = SkillStore::new(&path).scan();
-            let mut out: Vec<(String, PathBuf, Trust)> = scan
-                .skills
-                .iter()
-                .map(|s| (s.name.clone(), s.dir.clone(), Trust::Community))
-                .collect();
-            out.extend(scan.invalid.iter().filter_map(|s| {
-                s.path
-                    .parent()
-                    .map(|d| (s.name.clone(), d.to_path_buf(), Trust::Community))
-            }));
-            Ok(out)
+        Some(t) if Path::new(t).exists() || t.contains(std::path::MAIN_SEPARATOR) => {
+            Ok(path_targets(Path::new(t))?)
         }
         Some(name) => {
             let s = store.find(name).ok_or_else(|| not_found(name))?;
@@ -209,12 +207,69 @@ fn audit_targets(
     }
 }
 
+/// Why a path given to `skills audit` cannot be audited (exit code 2).
+#[derive(Debug, thiserror::Error)]
+enum NotASkill {
+    #[error("{path}: {source}; give a skill directory (one with a SKILL.md) or a folder of skills")]
+    Unreadable {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{0} is a file, not a skill directory; give the folder that holds SKILL.md")]
+    File(String),
+    #[error("{0} is not a skill directory: there is no SKILL.md in it or in any folder below it")]
+    NoSkills(String),
+}
+
+/// The skills under a path: the path itself when it holds SKILL.md, else every skill below it.
+/// The path is resolved first, so a relative and an absolute spelling audit the same files.
+fn path_targets(path: &Path) -> Result<Vec<(String, PathBuf, Trust)>, NotASkill> {
+    let shown = path.display().to_string();
+    let root = std::fs::canonicalize(path).map_err(|source| NotASkill::Unreadable {
+        path: shown.clone(),
+        source,
+    })?;
+    if !root.is_dir() {
+        return Err(NotASkill::File(shown));
+    }
+    if let Some(dir) = guard::skill_dir(&root) {
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        return Ok(vec![(name, dir, Trust::Community)]);
+    }
+    let scan = SkillStore::new(&root).scan();
+    let mut out: Vec<(String, PathBuf, Trust)> = scan
+        .skills
+        .iter()
+        .map(|s| (s.name.clone(), s.dir.clone(), Trust::Community))
+        .collect();
+    out.extend(scan.invalid.iter().filter_map(|s| {
+        s.path
+            .parent()
+            .map(|d| (s.name.clone(), d.to_path_buf(), Trust::Community))
+    }));
+    if out.is_empty() {
+        return Err(NotASkill::NoSkills(shown));
+    }
+    Ok(out)
+}
+
 fn audit(store: &SkillStore, target: Option<&str>, as_json: bool) -> Result<u8, CliError> {
-    let targets = audit_targets(store, target)?;
+    let targets = match audit_targets(store, target) {
+        Ok(targets) => targets,
+        Err(AuditTargetError::NotASkill(e)) => {
+            eprintln!("hermes skills audit: {e}");
+            return Ok(exit::USAGE);
+        }
+        Err(AuditTargetError::Cli(e)) => return Err(e),
+    };
     let mut reports = Vec::new();
     let mut any_dangerous = false;
-    for (name, dir, trust) in targets {
-        let findings = guard::scan_dir(&dir);
+    let dirs: Vec<PathBuf> = targets.iter().map(|(_, dir, _)| dir.clone()).collect();
+    let scanned = guard::scan_dirs(&dirs);
+    for ((name, dir, trust), findings) in targets.into_iter().zip(scanned) {
         let verdict = guard::verdict(&findings);
         any_dangerous |= verdict == Verdict::Dangerous;
         reports.push(json!({

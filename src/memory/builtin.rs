@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::config::Config;
 use crate::memory::edit::{self, MemoryOp};
 use crate::memory::lock::{FileLock, LockError};
-use crate::memory::scan::{self, Scope};
+use crate::memory::scan::{self, LoadedSecrets};
 use crate::memory::settings::MemorySettings;
 
 /// Separates entries on disk and in the prompt.
@@ -165,6 +165,8 @@ pub fn char_count(entries: &[String]) -> usize {
 pub struct MemoryStore {
     dir: PathBuf,
     settings: MemorySettings,
+    /// Values memory refuses to store (the loaded API keys and tokens).
+    secrets: LoadedSecrets,
 }
 
 impl MemoryStore {
@@ -172,6 +174,7 @@ impl MemoryStore {
         MemoryStore {
             dir: dir.into(),
             settings,
+            secrets: LoadedSecrets::default(),
         }
     }
 
@@ -180,6 +183,13 @@ impl MemoryStore {
             config.home.memories_dir(),
             MemorySettings::from_config(config),
         )
+        .with_secrets(LoadedSecrets::from_config(config))
+    }
+
+    /// The same store, refusing entries that contain any of `secrets`.
+    pub fn with_secrets(mut self, secrets: LoadedSecrets) -> Self {
+        self.secrets = secrets;
+        self
     }
 
     pub fn settings(&self) -> &MemorySettings {
@@ -235,7 +245,8 @@ impl MemoryStore {
         // Refuse threats before touching anything, so the file is never even locked for them.
         for (i, op) in ops.iter().enumerate() {
             if let Some(content) = op.content() {
-                check_content(content).map_err(|msg| batch_error(ops.len(), i, msg))?;
+                self.check_content(content)
+                    .map_err(|msg| batch_error(ops.len(), i, msg))?;
             }
         }
         std::fs::create_dir_all(&self.dir).map_err(|source| MemoryError::Io {
@@ -355,19 +366,7 @@ impl MemoryStore {
         let left_out = entries.len() - fitting.len();
         let mut shown: Vec<String> = fitting
             .into_iter()
-            .map(|e| {
-                let findings = scan::scan(e, Scope::Strict);
-                if findings.is_empty() {
-                    e.clone()
-                } else {
-                    format!(
-                        "[BLOCKED: an entry of {} matched threat pattern(s) {} and is left out of this prompt; \
-                         delete it with memory(action=remove).]",
-                        target.file_name(),
-                        scan::ids(&findings)
-                    )
-                }
-            })
+            .map(|e| scan::blocked_notice(e, target.file_name()).unwrap_or_else(|| e.clone()))
             .collect();
         if left_out > 0 {
             shown.push(format!(
@@ -396,7 +395,7 @@ impl MemoryStore {
         }
         let entries = parse_entries(text);
         for (i, entry) in entries.iter().enumerate() {
-            check_content(entry)
+            self.check_content(entry)
                 .map_err(|msg| MemoryError::Rejected(format!("entry {}: {msg}", i + 1)))?;
         }
         let usage = self.usage(target, &entries);
@@ -446,6 +445,14 @@ impl MemoryStore {
         read_text(&self.path(target))
     }
 
+    /// Why `content` may not be stored, in the words the model sees.
+    pub fn check_content(&self, content: &str) -> Result<(), String> {
+        match scan::refusal(content, &self.secrets) {
+            Some(msg) => Err(msg),
+            None => Ok(()),
+        }
+    }
+
     /// Both blocks as they go into a new session's system prompt.
     pub fn prompt_block(&self) -> Option<String> {
         let blocks: Vec<String> = Target::ALL
@@ -454,26 +461,6 @@ impl MemoryStore {
             .collect();
         (!blocks.is_empty()).then(|| blocks.join("\n\n"))
     }
-}
-
-/// Why `content` may not be stored, in the words the model sees.
-pub fn check_content(content: &str) -> Result<(), String> {
-    if let Some(c) = scan::invisible_chars(content).first() {
-        return Err(format!(
-            "Blocked: content contains invisible unicode character U+{:04X} (pattern {}); such characters can hide \
-             text from the user. Nothing was written.",
-            *c as u32,
-            scan::invisible_id(*c)
-        ));
-    }
-    if let Some(f) = scan::scan_patterns(content, Scope::Strict).first() {
-        return Err(format!(
-            "Blocked: content matches threat pattern '{}' ({}: \"{}\"). Memory is injected into every future system \
-             prompt, so it must not carry instructions, injections or exfiltration payloads. Nothing was written.",
-            f.id, f.description, f.matched
-        ));
-    }
-    Ok(())
 }
 
 fn batch_error(total: usize, index: usize, msg: String) -> MemoryError {

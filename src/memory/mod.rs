@@ -1,7 +1,7 @@
 //! Memory: the curated MEMORY.md / USER.md notes (`builtin`), their editing rules (`edit`), the
 //! lock that serialises writers across processes (`lock`), the `memory:` config section
 //! (`settings`), external providers and the per-turn manager (`provider`, `recall`, `manager`),
-//! and the threat scanner shared with the skills guard (`scan`).
+//! and what memory asks of the shared threat scanner (`scan`: refusals and blocked entries).
 
 pub mod builtin;
 pub mod edit;

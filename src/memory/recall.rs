@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use rusqlite::Connection;
 
 use crate::memory::provider::{MemoryProvider, ProviderError};
-use crate::memory::scan::{self, Scope};
+use crate::security::scan::{self, Origin};
 use crate::sessions::search::{self, DiscoverOptions};
 
 /// Words that say nothing about a topic (matching them recalls noise).
@@ -94,15 +94,12 @@ fn recall(
         );
         for m in hit.messages.iter().filter(|m| m.role != "tool") {
             let text = crate::util::truncate_chars(m.content.trim(), MESSAGE_CHARS);
-            let findings = scan::scan(text, Scope::All);
+            let verdict = scan::scan(text, Origin::Recall);
             // Recalled text reaches the model unasked: payloads stay in the archive.
-            let text = if findings.is_empty() {
+            let text = if verdict.is_safe() {
                 text.replace('\n', " ")
             } else {
-                format!(
-                    "[withheld: matched threat pattern(s) {}]",
-                    scan::ids(&findings)
-                )
+                format!("[withheld: matched threat pattern(s) {}]", verdict.reason())
             };
             part.push_str(&format!("\n  {}: {text}", m.role));
         }

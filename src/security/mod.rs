@@ -1,9 +1,11 @@
-//! Guards: dangerous-command approval, path resolution, protected paths, secret redaction.
+//! Guards: dangerous-command approval, path resolution, protected paths, secret redaction, and
+//! the one scanner for text that enters the prompt (`scan`).
 
 pub mod approval;
 pub mod paths;
 pub mod protected;
 pub mod redact;
 pub mod sandbox;
+pub mod scan;
 pub mod secrets;
 pub mod shield;

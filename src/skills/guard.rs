@@ -1,60 +1,38 @@
-//! The skills guard: scans a skill (or a text about to be written into one) for threats —
-//! the categorized pattern table in `guard_patterns.rs`, invisible unicode, and structure checks
-//! (file count and size caps, binaries, symlinks) — and turns the findings into a verdict and an
-//! install decision per trust level (reference §9.5).
+//! The skills guard: what is specific to skills on top of the shared scanner
+//! (`security::scan`, origin `Skill`): walking a skill directory so that nothing can hide from
+//! the scan, the structure checks, and the install policy per trust level (reference §9.5).
+//!
+//! A directory scan cannot be fooled by how it is called or what files are named:
+//! - the directory is resolved first, so a relative and an absolute path give the same verdict,
+//!   and a symlink is resolved from where it lives; one that leaves the skill is critical;
+//! - every regular file is scanned whatever its extension (`.zsh`, `.ps1`, `.bat`, no
+//!   extension …) unless its first bytes show binary data (a NUL byte);
+//! - a file that is not valid UTF-8 is scanned lossily and flagged (bytes a viewer may hide);
+//! - a file larger than `MAX_SCAN_BYTES` is scanned up to there and flagged high, so a payload
+//!   parked past the cap makes the skill at least `caution`.
 
-use std::path::Path;
-use std::sync::LazyLock;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 
-use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 use serde::Serialize;
 
-use crate::memory::scan::{INVISIBLE_CHARS, Scope};
-use crate::skills::guard_patterns::{PATTERNS, PatternDef};
+use crate::security::scan::{self, Origin};
+pub use crate::security::scan::{Category, Level as Verdict, Severity};
 
-pub const SCANNER_VERSION: &str = "skills-guard-v1";
+pub const SCANNER_VERSION: &str = "skills-guard-v2";
 const MAX_FILES: usize = 50;
-const MAX_FILE_BYTES: u64 = 256 * 1024;
+/// Files above this are unusual in a skill (noted, still scanned).
+const LARGE_FILE_BYTES: u64 = 256 * 1024;
 const MAX_TOTAL_BYTES: u64 = 1024 * 1024;
-/// The same finding is reported at most this many times per file.
-const MAX_HITS_PER_PATTERN: usize = 5;
+/// A file is scanned up to this many bytes; past it, the rest is unseen (flagged high).
+pub const MAX_SCAN_BYTES: u64 = 8 * 1024 * 1024;
+/// How far into a file to look for a NUL byte (binary data).
+const SNIFF_BYTES: usize = 8 * 1024;
 const SUSPICIOUS_EXTENSIONS: &[&str] = &[
     "exe", "dll", "so", "dylib", "bin", "dat", "com", "msi", "dmg", "app", "deb", "rpm",
 ];
-const SCANNABLE_EXTENSIONS: &[&str] = &[
-    "md", "txt", "py", "sh", "bash", "js", "ts", "rb", "pl", "php", "r", "jl", "yaml", "yml",
-    "json", "toml", "ini", "cfg", "conf", "xml", "html", "css", "tex",
-];
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Low,
-    Medium,
-    High,
-    Critical,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Category {
-    Exfiltration,
-    Injection,
-    Destructive,
-    Persistence,
-    Network,
-    Obfuscation,
-    Execution,
-    Traversal,
-    Mining,
-    SupplyChain,
-    PrivilegeEscalation,
-    CredentialExposure,
-    /// File-layout findings (too many or too large files, binaries, symlinks).
-    Structure,
-}
-
-/// One thing the guard found.
+/// One thing the guard found, with the file it is in.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {
     pub id: String,
@@ -65,14 +43,22 @@ pub struct Finding {
     /// 1-based; 0 when the finding is about the whole file.
     pub line: usize,
     pub description: String,
+    /// The matched text (normalised, ≤ 80 characters) or the character's code; "" for structure.
+    pub matched: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    Safe,
-    Caution,
-    Dangerous,
+impl Finding {
+    fn structure(id: &str, severity: Severity, file: &str, description: String) -> Finding {
+        Finding {
+            id: id.to_string(),
+            category: Category::Structure,
+            severity,
+            file: file.to_string(),
+            line: 0,
+            description,
+            matched: String::new(),
+        }
+    }
 }
 
 /// Who vouches for a skill.
@@ -94,202 +80,71 @@ pub enum Decision {
     Ask,
 }
 
-struct Compiled {
-    set: Option<RegexSet>,
-    each: Vec<Option<Regex>>,
-}
-
-static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
-    let build = |p: &PatternDef| {
-        RegexBuilder::new(p.regex)
-            .case_insensitive(true)
-            .multi_line(true)
-            .build()
-            .map_err(|e| tracing::error!(id = p.id, error = %e, "guard pattern does not compile"))
-            .ok()
-    };
-    let each: Vec<Option<Regex>> = PATTERNS.iter().map(build).collect();
-    // The set holds only patterns that compiled, so one bad row cannot disable the guard.
-    let set = RegexSetBuilder::new(
-        PATTERNS
-            .iter()
-            .zip(&each)
-            .map(|(p, r)| if r.is_some() { p.regex } else { "[^\\s\\S]" }),
-    )
-    .case_insensitive(true)
-    .multi_line(true)
-    .build()
-    .ok();
-    Compiled { set, each }
-});
-
 /// Scans one text (a SKILL.md or a supporting file) and reports findings with line numbers.
 pub fn scan_text(file: &str, text: &str) -> Vec<Finding> {
-    let compiled = &*COMPILED;
-    let mut findings = Vec::new();
-    let matched: Vec<usize> = match &compiled.set {
-        Some(set) => set.matches(text).into_iter().collect(),
-        None => (0..PATTERNS.len()).collect(),
-    };
-    for i in matched {
-        let (Some(re), def) = (&compiled.each[i], &PATTERNS[i]) else {
-            continue;
-        };
-        let mut last_line = 0;
-        let mut hits = 0;
-        for m in re.find_iter(text) {
-            let line = line_of(text, m.start());
-            if line == last_line {
-                continue;
-            }
-            last_line = line;
-            findings.push(Finding {
-                id: def.id.to_string(),
-                category: def.category,
-                severity: def.severity,
-                file: file.to_string(),
-                line,
-                description: def.description.to_string(),
-            });
-            hits += 1;
-            if hits >= MAX_HITS_PER_PATTERN {
-                break;
-            }
-        }
-    }
-    for (c, line) in invisible_unicode(text) {
-        findings.push(Finding {
-            id: format!("invisible_unicode_U+{:04X}", c as u32),
-            category: Category::Injection,
-            severity: Severity::High,
-            file: file.to_string(),
-            line,
-            description: format!(
-                "invisible unicode character U+{:04X} (can hide instructions)",
-                c as u32
-            ),
-        });
-    }
-    let shared = shared_findings(file, text, &findings);
-    findings.extend(shared);
-    findings.sort_by_key(|f| (f.line, std::cmp::Reverse(f.severity)));
-    findings
-}
-
-/// Invisible characters with their 1-based line (each character reported once). The character
-/// list is the shared scanner's (`memory::scan`), so memory and skills agree on what is hidden.
-pub fn invisible_unicode(text: &str) -> Vec<(char, usize)> {
-    let mut out: Vec<(char, usize)> = Vec::new();
-    // A BOM at the very start is an encoding mark, not hidden text.
-    let body = text.strip_prefix('\u{FEFF}').unwrap_or(text);
-    let mut line = 1;
-    for c in body.chars() {
-        if c == '\n' {
-            line += 1;
-        } else if INVISIBLE_CHARS.contains(&c) && !out.iter().any(|(seen, _)| *seen == c) {
-            out.push((c, line));
-        }
-    }
-    out
-}
-
-/// The shared scanner's patterns for the `all` scope and the ids of our table that cover the
-/// same threat. The shared scanner normalises text first (NFKC, invisible characters removed),
-/// so it adds a finding only when an obfuscated spelling slipped past our table.
-const SHARED_EQUIVALENTS: &[(&str, &str)] = &[
-    ("prompt_injection", "prompt_injection_ignore"),
-    ("exfil_curl", "env_exfil_curl"),
-    ("exfil_wget", "env_exfil_wget"),
-    ("read_secrets", "read_secrets_file"),
-];
-
-fn shared_findings(file: &str, text: &str, ours: &[Finding]) -> Vec<Finding> {
-    crate::memory::scan::scan_patterns(text, Scope::All)
+    scan::scan(text, Origin::Skill)
+        .findings
         .into_iter()
-        .filter_map(|f| {
-            let equivalent = SHARED_EQUIVALENTS
-                .iter()
-                .find(|(shared, _)| *shared == f.id)
-                .map(|(_, ours)| *ours)
-                .unwrap_or(f.id.as_str());
-            if ours.iter().any(|o| o.id == equivalent || o.id == f.id) {
-                return None;
-            }
-            let category = if f.id.contains("exfil") || f.id.contains("secret") {
-                Category::Exfiltration
-            } else {
-                Category::Injection
-            };
-            let lower = text.to_lowercase();
-            let line = lower
-                .find(&f.matched.to_lowercase())
-                .map(|i| line_of(&lower, i))
-                .unwrap_or(0);
-            Some(Finding {
-                id: f.id.clone(),
-                category,
-                severity: Severity::Critical,
-                file: file.to_string(),
-                line,
-                description: format!("{} (obfuscated spelling)", f.description),
-            })
+        .map(|f| Finding {
+            id: f.id,
+            category: f.category,
+            severity: f.severity,
+            file: file.to_string(),
+            line: f.line,
+            description: f.description,
+            matched: f.matched,
         })
         .collect()
 }
 
-fn line_of(text: &str, offset: usize) -> usize {
-    text.as_bytes()[..offset.min(text.len())]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
-}
-
-/// Scans a whole skill directory: every scannable file's text plus the structure checks.
+/// Scans a whole skill directory: every file's text plus the structure checks. A directory that
+/// cannot be resolved gives one critical finding (nothing unscanned passes as safe).
 pub fn scan_dir(dir: &Path) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    let structure = |id: &str, severity, file: String, description: String| Finding {
-        id: id.to_string(),
-        category: Category::Structure,
-        severity,
-        file,
-        line: 0,
-        description,
+    let root = match std::fs::canonicalize(dir) {
+        Ok(root) => root,
+        Err(e) => {
+            return vec![Finding::structure(
+                "unreadable",
+                Severity::Critical,
+                "",
+                format!("cannot resolve {}: {e}", dir.display()),
+            )];
+        }
     };
+    let mut findings = Vec::new();
     let mut files = 0usize;
     let mut total = 0u64;
-    for entry in walkdir::WalkDir::new(dir)
+    for entry in walkdir::WalkDir::new(&root)
         .follow_links(false)
         .sort_by_file_name()
         .into_iter()
         .filter_entry(|e| e.depth() == 0 || e.file_name() != ".git")
-        .flatten()
     {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => {
+                let file = e
+                    .path()
+                    .and_then(|p| p.strip_prefix(&root).ok())
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                findings.push(Finding::structure(
+                    "unreadable",
+                    Severity::High,
+                    &file,
+                    format!("cannot read this part of the skill: {e}"),
+                ));
+                continue;
+            }
+        };
         let rel = entry
             .path()
-            .strip_prefix(dir)
+            .strip_prefix(&root)
             .unwrap_or(entry.path())
             .to_string_lossy()
             .into_owned();
         if entry.path_is_symlink() {
-            let escapes = crate::security::paths::ensure_within(dir, entry.path()).is_err();
-            findings.push(if escapes {
-                Finding {
-                    id: "symlink_escape".into(),
-                    category: Category::Traversal,
-                    severity: Severity::Critical,
-                    file: rel,
-                    line: 0,
-                    description: "symlink pointing outside the skill directory".into(),
-                }
-            } else {
-                structure(
-                    "symlink",
-                    Severity::Medium,
-                    rel,
-                    "symlink inside the skill".into(),
-                )
-            });
+            findings.push(symlink_finding(&root, entry.path(), &rel));
             continue;
         }
         if !entry.file_type().is_file() {
@@ -298,70 +153,184 @@ pub fn scan_dir(dir: &Path) -> Vec<Finding> {
         files += 1;
         let size = entry.metadata().map(|m| m.len()).unwrap_or(0);
         total += size;
-        let ext = entry
-            .path()
-            .extension()
-            .map(|e| e.to_string_lossy().to_ascii_lowercase())
-            .unwrap_or_default();
-        if SUSPICIOUS_EXTENSIONS.contains(&ext.as_str()) {
-            findings.push(structure(
-                "suspicious_binary",
-                Severity::High,
-                rel.clone(),
-                format!("executable or binary file type .{ext}"),
-            ));
-        }
-        if size > MAX_FILE_BYTES {
-            findings.push(structure(
-                "file_too_large",
-                Severity::Medium,
-                rel.clone(),
-                format!("{size} bytes; files above {MAX_FILE_BYTES} bytes are not scanned"),
-            ));
-            continue;
-        }
-        let scannable = SCANNABLE_EXTENSIONS.contains(&ext.as_str())
-            || entry.file_name() == "SKILL.md"
-            || ext.is_empty();
-        if scannable && let Ok(bytes) = std::fs::read(entry.path()) {
-            match String::from_utf8(bytes) {
-                Ok(text) => findings.extend(scan_text(&rel, &text)),
-                Err(_) if !ext.is_empty() => findings.push(structure(
-                    "binary_content",
-                    Severity::Medium,
-                    rel,
-                    "a text file type holding binary data".into(),
-                )),
-                Err(_) => {}
-            }
-        }
+        findings.extend(scan_file(entry.path(), &rel, size));
     }
     if files > MAX_FILES {
-        findings.push(structure(
+        findings.push(Finding::structure(
             "too_many_files",
             Severity::Medium,
-            String::new(),
+            "",
             format!("{files} files; a skill should have at most {MAX_FILES}"),
         ));
     }
     if total > MAX_TOTAL_BYTES {
-        findings.push(structure(
+        findings.push(Finding::structure(
             "too_large",
             Severity::Medium,
-            String::new(),
-            format!("{total} bytes in total; the limit is {MAX_TOTAL_BYTES}"),
+            "",
+            format!("{total} bytes in total; a skill should stay under {MAX_TOTAL_BYTES}"),
         ));
     }
     findings
 }
 
+/// `scan_dir` for many skills, spread over the machine's cores; results in the order given.
+pub fn scan_dirs(dirs: &[PathBuf]) -> Vec<Vec<Finding>> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(dirs.len().max(1));
+    if threads <= 1 {
+        return dirs.iter().map(|d| scan_dir(d)).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut results: Vec<Option<Vec<Finding>>> = vec![None; dirs.len()];
+    let done: Vec<Vec<(usize, Vec<Finding>)>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(dir) = dirs.get(i) else { break };
+                        mine.push((i, scan_dir(dir)));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().unwrap_or_default())
+            .collect()
+    });
+    for (i, findings) in done.into_iter().flatten() {
+        results[i] = Some(findings);
+    }
+    // A worker that panicked left its skills unscanned: scan those here, so nothing passes
+    // unscanned as safe.
+    results
+        .into_iter()
+        .zip(dirs)
+        .map(|(found, dir)| found.unwrap_or_else(|| scan_dir(dir)))
+        .collect()
+}
+
+/// A symlink is resolved from the directory it lives in; leaving the skill is critical.
+fn symlink_finding(root: &Path, link: &Path, rel: &str) -> Finding {
+    match std::fs::canonicalize(link) {
+        Ok(target) if target.starts_with(root) => Finding::structure(
+            "symlink",
+            Severity::Medium,
+            rel,
+            "symlink inside the skill".into(),
+        ),
+        Ok(target) => Finding {
+            id: "symlink_escape".into(),
+            category: Category::Traversal,
+            severity: Severity::Critical,
+            file: rel.to_string(),
+            line: 0,
+            description: format!(
+                "symlink pointing outside the skill directory (to {})",
+                target.display()
+            ),
+            matched: String::new(),
+        },
+        Err(_) => Finding {
+            id: "symlink_dangling".into(),
+            category: Category::Traversal,
+            severity: Severity::High,
+            file: rel.to_string(),
+            line: 0,
+            description: format!(
+                "symlink to {} which does not resolve here (it may resolve elsewhere)",
+                std::fs::read_link(link)
+                    .map(|t| t.display().to_string())
+                    .unwrap_or_default()
+            ),
+            matched: String::new(),
+        },
+    }
+}
+
+/// Reads up to `MAX_SCAN_BYTES` of one file and scans it unless it is binary.
+fn scan_file(path: &Path, rel: &str, size: u64) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    if SUSPICIOUS_EXTENSIONS.contains(&ext.as_str()) {
+        findings.push(Finding::structure(
+            "suspicious_binary",
+            Severity::High,
+            rel,
+            format!("executable or binary file type .{ext}"),
+        ));
+    }
+    if size > LARGE_FILE_BYTES {
+        findings.push(Finding::structure(
+            "large_file",
+            Severity::Medium,
+            rel,
+            format!("{size} bytes; skill files are usually under {LARGE_FILE_BYTES}"),
+        ));
+    }
+    let mut bytes = Vec::new();
+    let read =
+        std::fs::File::open(path).and_then(|f| f.take(MAX_SCAN_BYTES).read_to_end(&mut bytes));
+    if let Err(e) = read {
+        findings.push(Finding::structure(
+            "unreadable",
+            Severity::High,
+            rel,
+            format!("cannot read the file, so it was not scanned: {e}"),
+        ));
+        return findings;
+    }
+    if bytes[..bytes.len().min(SNIFF_BYTES)].contains(&0) {
+        // Binary data (images, archives): not text the model reads.
+        return findings;
+    }
+    if size > MAX_SCAN_BYTES {
+        findings.push(Finding::structure(
+            "file_too_large_to_scan",
+            Severity::High,
+            rel,
+            format!("{size} bytes; only the first {MAX_SCAN_BYTES} were scanned"),
+        ));
+    }
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            // A multi-byte character cut by the read cap is not an encoding problem.
+            let cut_by_cap = size > MAX_SCAN_BYTES && e.utf8_error().error_len().is_none();
+            let bytes = e.into_bytes();
+            if !cut_by_cap {
+                findings.push(Finding::structure(
+                    "invalid_utf8",
+                    Severity::High,
+                    rel,
+                    "not valid UTF-8: scanned with the bad bytes replaced; editors may show such bytes differently".into(),
+                ));
+            }
+            String::from_utf8_lossy(&bytes).into_owned()
+        }
+    };
+    findings.extend(scan_text(rel, &text));
+    findings
+}
+
 /// Any critical finding → dangerous; any high → caution; otherwise safe.
 pub fn verdict(findings: &[Finding]) -> Verdict {
-    match findings.iter().map(|f| f.severity).max() {
-        Some(Severity::Critical) => Verdict::Dangerous,
-        Some(Severity::High) => Verdict::Caution,
-        _ => Verdict::Safe,
-    }
+    Verdict::of(findings.iter().map(|f| f.severity).max())
+}
+
+/// Resolves `dir` and checks that it is a skill directory (holds a SKILL.md file).
+pub fn skill_dir(dir: &Path) -> Option<PathBuf> {
+    let root = std::fs::canonicalize(dir).ok()?;
+    root.join("SKILL.md").is_file().then_some(root)
 }
 
 /// The install policy table (safe / caution / dangerous per trust level).
@@ -394,10 +363,7 @@ pub fn describe(findings: &[Finding]) -> String {
                 "{} ({:?}, {}) at {at}: {}",
                 f.id,
                 f.severity,
-                serde_json::to_value(f.category)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default(),
+                f.category.name(),
                 f.description
             )
         })

@@ -8,7 +8,7 @@ use std::path::{Component, Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::security::paths::{check_relative, ensure_within};
-use crate::skills::guard::{self, Verdict};
+use crate::skills::guard::{self, Category, Verdict};
 use crate::skills::skill::{self, MAX_SKILL_CONTENT_CHARS};
 use crate::skills::store::{SUPPORT_DIRS, SkillInfo, SkillStore};
 use crate::skills::usage::{self, Origin};
@@ -120,16 +120,16 @@ fn check_skill_md(name: &str, content: &str) -> Result<Vec<String>, ManageError>
     scan("SKILL.md", content)
 }
 
-/// Runs the guard on text about to be written: refuses dangerous content and invisible
-/// unicode (which would reach the system prompt); returns cautions as warnings.
+/// Runs the guard on text about to be written: refuses dangerous content and hidden characters
+/// (which would reach the system prompt unseen); returns cautions as warnings.
 fn scan(file: &str, text: &str) -> Result<Vec<String>, ManageError> {
-    if let Some((c, line)) = guard::invisible_unicode(text).first() {
+    let findings = guard::scan_text(file, text);
+    if let Some(f) = findings.iter().find(|f| f.category == Category::Hidden) {
         return Err(Refused(format!(
-            "refused: {file} line {line} contains the invisible unicode character U+{:04X}, which can hide instructions; remove it",
-            *c as u32
+            "refused: {file} line {} contains {} ({}: {}); remove it",
+            f.line, f.id, f.description, f.matched
         )));
     }
-    let findings = guard::scan_text(file, text);
     match guard::verdict(&findings) {
         Verdict::Dangerous => Err(Refused(format!(
             "refused by the skills guard (verdict: dangerous): {}. Rewrite the content without these patterns",

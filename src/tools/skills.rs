@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::security::paths::{check_relative, ensure_within};
 use crate::skills::store::SkillInfo;
-use crate::skills::{SkillStore, usage};
+use crate::skills::{SkillStore, index, usage};
 use crate::tools::file_common::{blocking, looks_binary, similarity};
 use crate::tools::registry::{ToolContext, ToolError, TypedTool};
 
@@ -49,7 +49,7 @@ pub fn list(store: &SkillStore, category: Option<&str>) -> Value {
         .skills
         .iter()
         .filter(|s| category.is_none() || s.category.as_deref() == category)
-        .map(|s| json!({"name": s.name, "description": s.description, "category": s.category}))
+        .map(|s| json!({"name": s.name, "description": index::shown_description(&s.description), "category": s.category}))
         .collect();
     if skills.is_empty() {
         let message = match category {
@@ -187,7 +187,7 @@ fn view_skill(
     let mut out = json!({
         "success": true,
         "name": skill.name,
-        "description": skill.description,
+        "description": index::shown_description(&skill.description),
         "category": skill.category,
         "tags": fm.tags,
         "related_skills": fm.related_skills,

@@ -113,7 +113,7 @@ fn threats_are_refused_with_the_pattern_and_the_file_is_unchanged() {
     assert!(results[0].contains("prompt_injection"), "{}", results[0]);
     assert!(results[1].contains("exfil_curl"), "{}", results[1]);
     assert!(
-        results[2].contains("invisible_unicode_U+200B"),
+        results[2].contains("hidden_in_word") && results[2].contains("U+200B"),
         "{}",
         results[2]
     );

@@ -21,6 +21,7 @@ pub mod gateway_recovery;
 pub mod gateway_sessions;
 pub mod gateway_support;
 pub mod gateway_telegram;
+pub mod guards_e2e;
 pub mod llm_client;
 pub mod loop_guard;
 pub mod memory_e2e;
