@@ -243,7 +243,9 @@ async fn handle(
                "chat_type": event.source.chat_type.as_str(), "session_id": agent.session_id(),
                "message": truncate(&event.text, 500)}),
     );
-    let cancel = CancellationToken::new();
+    // A child of the gateway's shutdown: SIGTERM cancels the running turn (its commands are
+    // stopped and recorded as interrupted) instead of only dropping it.
+    let cancel = ctx.shutdown.child_token();
     *lock(&control.turn) = Some(cancel.clone());
     let (tx, rx) = mpsc::unbounded_channel::<AgentEvent>();
     let listener = tokio::spawn(listen(

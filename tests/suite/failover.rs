@@ -30,7 +30,9 @@ fn rate_limited_key_rotates_and_the_cooldown_survives_a_restart() {
     let env = TestEnv::new();
     let mock = MockLlm::with_script([
         Reply::error(429, RATE_LIMITED).header("retry-after", "0"),
-        Reply::error(429, RATE_LIMITED).header("retry-after", "0"),
+        // The cooldown that rotates the key: long enough that the second process, however
+        // slowly a loaded machine starts it, still sees the key at rest.
+        Reply::error(429, RATE_LIMITED).header("retry-after", "120"),
         Reply::text("answered with the second key"),
         Reply::text("second run"),
     ]);
