@@ -420,7 +420,8 @@ fn named_value(text: &str, name_end: usize) -> Option<(usize, usize)> {
 /// Values that only name a secret: `${VAR}`, `$VAR`, `<your-key>`, `***`, already redacted,
 /// a path.
 fn is_placeholder(value: &str) -> bool {
-    value.starts_with('$')
+    is_setting_word(value)
+        || value.starts_with('$')
         || value.starts_with('<')
         || value.starts_with('/')
         || value.starts_with('~')
@@ -428,6 +429,16 @@ fn is_placeholder(value: &str) -> bool {
         || value
             .bytes()
             .all(|b| b == b'*' || b == b'x' || b == b'X' || b == b'.')
+}
+
+/// A setting, not a secret: `secret_store=disabled`, `token_cache: optional`. Only these exact
+/// words: a lowercase password such as `correcthorse` is still hidden.
+fn is_setting_word(value: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "true", "false", "enabled", "disabled", "none", "null", "required", "optional", "default",
+        "auto", "unset", "inherit", "allowed", "denied", "missing",
+    ];
+    WORDS.iter().any(|w| value.eq_ignore_ascii_case(w))
 }
 
 /// A log sink that redacts what it writes. The tracing formatter writes one whole event per

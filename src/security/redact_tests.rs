@@ -93,9 +93,16 @@ fn ordinary_text_and_code_are_left_alone() {
         "ratio 12345678:AA is not a token",
         "already password=[REDACTED] done",
         "日本語のテキスト token: 値",
+        "secret_store=disabled",
+        "token_cache: optional, api_key=required",
     ] {
         assert_eq!(r(text), text, "changed: {text}");
     }
+}
+
+#[test]
+fn a_lowercase_word_password_is_still_hidden() {
+    assert_eq!(r("password=correcthorse"), "password=[REDACTED]");
 }
 
 #[test]
