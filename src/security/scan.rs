@@ -20,6 +20,26 @@
 //! what a level means for it (skill_manage refuses `dangerous`; memory, context files and the
 //! skills index refuse anything above `safe`).
 
+/// One rule of a table (`rules_*.rs`): id, severity, category, reach, regex, description and an
+/// optional extra check. Defined before the table modules so they all share it; each table
+/// imports `Rule`, `Severity as S` and `Category as C`.
+macro_rules! rule {
+    ($id:literal, $sev:ident, $cat:ident, $reach:expr, $re:expr, $desc:literal) => {
+        rule!($id, $sev, $cat, $reach, $re, $desc, None)
+    };
+    ($id:literal, $sev:ident, $cat:ident, $reach:expr, $re:expr, $desc:literal, $check:expr) => {
+        Rule {
+            id: $id,
+            severity: S::$sev,
+            category: C::$cat,
+            reach: $reach,
+            regex: $re,
+            description: $desc,
+            check: $check,
+        }
+    };
+}
+
 mod engine;
 mod hidden;
 mod rules_code;

@@ -34,23 +34,6 @@ macro_rules! net_tool {
     };
 }
 
-macro_rules! rule {
-    ($id:literal, $sev:ident, $cat:ident, $reach:expr, $re:expr, $desc:literal) => {
-        rule!($id, $sev, $cat, $reach, $re, $desc, None)
-    };
-    ($id:literal, $sev:ident, $cat:ident, $reach:expr, $re:expr, $desc:literal, $check:expr) => {
-        Rule {
-            id: $id,
-            severity: S::$sev,
-            category: C::$cat,
-            reach: $reach,
-            regex: $re,
-            description: $desc,
-            check: $check,
-        }
-    };
-}
-
 /// `?api_key=$API_KEY` or `-d token=$TOKEN` is how many APIs authenticate; a secret under any
 /// other name (`?k=$OPENAI_API_KEY`, a bare `-d "$KEY"`, a host name) is being sent away.
 fn not_auth_param(matched: &[u8], _before: &[u8]) -> Check {

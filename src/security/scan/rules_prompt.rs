@@ -25,23 +25,6 @@ macro_rules! set_aside {
     };
 }
 
-macro_rules! rule {
-    ($id:literal, $sev:ident, $cat:ident, $reach:expr, $re:expr, $desc:literal) => {
-        rule!($id, $sev, $cat, $reach, $re, $desc, None)
-    };
-    ($id:literal, $sev:ident, $cat:ident, $reach:expr, $re:expr, $desc:literal, $check:expr) => {
-        Rule {
-            id: $id,
-            severity: S::$sev,
-            category: C::$cat,
-            reach: $reach,
-            regex: $re,
-            description: $desc,
-            check: $check,
-        }
-    };
-}
-
 /// A phrase in quotes is usually quoted (documentation about attacks, "reject phrases like
 /// 'ignore previous instructions'"): still high, so memory and context files refuse it, but not
 /// critical.

@@ -11,23 +11,6 @@ use super::engine::{Check, Checker, Rule};
 use super::reach::{CONTEXT, MEMORY, OWN};
 use super::{Category as C, Severity as S};
 
-macro_rules! rule {
-    ($id:literal, $sev:ident, $cat:ident, $reach:expr, $re:expr, $desc:literal) => {
-        rule!($id, $sev, $cat, $reach, $re, $desc, None)
-    };
-    ($id:literal, $sev:ident, $cat:ident, $reach:expr, $re:expr, $desc:literal, $check:expr) => {
-        Rule {
-            id: $id,
-            severity: S::$sev,
-            category: C::$cat,
-            reach: $reach,
-            regex: $re,
-            description: $desc,
-            check: $check,
-        }
-    };
-}
-
 const REAL: Option<Checker> = Some(real);
 
 fn real(matched: &[u8], _before: &[u8]) -> Check {
