@@ -555,7 +555,17 @@ impl Agent {
                     .await?;
             }
             if !self.options.ephemeral {
-                started_calls::clear(self.services.config.home.root(), &self.session_id);
+                let (home, session) = (
+                    self.services.config.home.root().to_path_buf(),
+                    self.session_id.clone(),
+                );
+                // Awaited: a clear still pending could remove the next call's marker.
+                let cleared = crate::util::offload::offload("clear started calls", move || {
+                    started_calls::clear(&home, &session)
+                });
+                if let Err(e) = cleared.await {
+                    tracing::warn!("{e}");
+                }
             }
             for ext in &self.services.extensions {
                 ext.after_iteration(&info, &calls, &outputs);
@@ -835,7 +845,19 @@ impl Agent {
                     refusal
                 } else {
                     if !self.options.ephemeral {
-                        started_calls::mark(ctx.config.home.root(), &ctx.session_id, &call.id);
+                        // A file write: off the runtime, but finished before the call starts.
+                        let (home, session, id) = (
+                            ctx.config.home.root().to_path_buf(),
+                            ctx.session_id.clone(),
+                            call.id.clone(),
+                        );
+                        let marked =
+                            crate::util::offload::offload("mark a started call", move || {
+                                started_calls::mark(&home, &session, &id)
+                            });
+                        if let Err(e) = marked.await {
+                            tracing::warn!("{e}");
+                        }
                     }
                     self.tools.dispatch(&call, &ctx).await
                 };
