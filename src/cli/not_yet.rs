@@ -2,8 +2,8 @@
 //! have yet (`hermes cron`, `hermes mcp`, …) is told so plainly, exit 2, instead of clap's bare
 //! "unrecognized subcommand" — a user switching over should know it is missing, not mistyped.
 
-use clap::{CommandFactory, Parser};
 use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::{CommandFactory, Parser};
 
 use crate::cli::{Cli, exit};
 
@@ -136,7 +136,10 @@ fn first_positional(argv: &[std::ffi::OsString]) -> Option<String> {
                     || a.get_short().is_some_and(|s| word == format!("-{s}")))
         })
     };
-    let mut words = argv.iter().skip(1).map(|w| w.to_string_lossy().into_owned());
+    let mut words = argv
+        .iter()
+        .skip(1)
+        .map(|w| w.to_string_lossy().into_owned());
     while let Some(word) = words.next() {
         if word == "--" {
             return words.next();

@@ -24,7 +24,10 @@ fn chat_flags_stay_out_of_other_subcommands_help() {
     }
     // …while `chat` and the top level still take them.
     let chat = stdout(&env.bare_cmd().args(["chat", "--help"]).output().unwrap());
-    assert!(chat.contains("--model") && chat.contains("--yolo"), "{chat}");
+    assert!(
+        chat.contains("--model") && chat.contains("--yolo"),
+        "{chat}"
+    );
     let top = stdout(&env.bare_cmd().arg("--help").output().unwrap());
     assert!(top.contains("--model") && top.contains("--resume"), "{top}");
 }
@@ -70,23 +73,19 @@ fn every_json_flag_has_help_text() {
     let env = TestEnv::new();
     let top = stdout(&env.bare_cmd().arg("--help").output().unwrap());
     // Every subcommand (and sub-subcommand) help that offers --json explains it.
-    let mut pending: Vec<Vec<String>> = commands_in(&top)
-        .into_iter()
-        .map(|c| vec![c])
-        .collect();
+    let mut pending: Vec<Vec<String>> = commands_in(&top).into_iter().map(|c| vec![c]).collect();
     let mut seen = 0;
     while let Some(path) = pending.pop() {
-        let out = env
-            .bare_cmd()
-            .args(&path)
-            .arg("--help")
-            .output()
-            .unwrap();
+        let out = env.bare_cmd().args(&path).arg("--help").output().unwrap();
         let help = stdout(&out);
         seen += 1;
         for line in help.lines().filter(|l| l.contains("--json")) {
             let text = line.trim_start().trim_start_matches("--json").trim();
-            assert!(!text.is_empty(), "`hermes {} --json` has no help", path.join(" "));
+            assert!(
+                !text.is_empty(),
+                "`hermes {} --json` has no help",
+                path.join(" ")
+            );
         }
         for sub in commands_in(&help) {
             let mut next = path.clone();
@@ -126,7 +125,11 @@ fn completion_scripts_for_three_shells() {
         assert!(script.contains(marker), "{shell}");
         assert!(script.contains("sessions"), "{shell}");
     }
-    let out = env.bare_cmd().args(["completion", "tcsh"]).output().unwrap();
+    let out = env
+        .bare_cmd()
+        .args(["completion", "tcsh"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
 
@@ -186,10 +189,7 @@ fn logs_follow_prints_new_lines() {
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     assert!(lines.next().unwrap().unwrap().contains("four"));
     let log = env.home_path().join("logs/agent.log");
-    let mut appended = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&log)
-        .unwrap();
+    let mut appended = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
     use std::io::Write;
     writeln!(appended, "2026-01-01T00:00:04Z  INFO hermes::x: quiet").unwrap();
     writeln!(appended, "2026-01-01T00:00:05Z ERROR hermes::x: five").unwrap();
