@@ -7,6 +7,7 @@ pub mod approval_modes;
 pub mod approval_table;
 pub mod children;
 pub mod cli_agent;
+pub mod cli_commands;
 pub mod cli_errors;
 pub mod cli_interrupt;
 pub mod cli_pipes;
