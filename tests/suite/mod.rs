@@ -26,6 +26,7 @@ pub mod llm_client;
 pub mod loop_guard;
 pub mod memory_e2e;
 pub mod model_limits;
+pub mod patch_e2e;
 pub mod sandbox;
 pub mod session_search_e2e;
 pub mod sessions_compat;
