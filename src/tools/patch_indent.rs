@@ -121,7 +121,7 @@ impl IndentMap {
 
 /// How many whole `unit`s `ws` is made of.
 fn whole_units(ws: &str, unit: &str) -> Option<usize> {
-    if unit.is_empty() || ws.len() % unit.len() != 0 {
+    if unit.is_empty() || !ws.len().is_multiple_of(unit.len()) {
         return None;
     }
     let n = ws.len() / unit.len();
