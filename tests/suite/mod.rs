@@ -29,6 +29,7 @@ pub mod model_limits;
 pub mod patch_e2e;
 pub mod sandbox;
 pub mod session_search_e2e;
+pub mod session_titles;
 pub mod sessions_compat;
 pub mod skills_e2e;
 pub mod spend;
