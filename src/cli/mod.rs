@@ -3,6 +3,7 @@
 
 pub mod args;
 pub mod checkpoints_cmd;
+pub mod claw;
 pub mod completion_cmd;
 pub mod doctor;
 pub mod gateway_cmd;
@@ -129,6 +130,7 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
                 run: cli.run.clone(),
             },
         ),
+        Some(args::Command::Claw { action }) => claw::run(&config, action),
         Some(args::Command::Logs(logs)) => logs_cmd::run(&config, logs),
         Some(args::Command::Completion { shell }) => completion_cmd::run(shell),
         Some(args::Command::Insights { days, json }) => {
