@@ -28,6 +28,7 @@ pub mod loop_guard;
 pub mod memory_e2e;
 pub mod model_limits;
 pub mod sandbox;
+pub mod seams_providers;
 pub mod seams_tools;
 pub mod session_search_e2e;
 pub mod sessions_compat;
