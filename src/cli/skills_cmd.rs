@@ -239,7 +239,7 @@ fn path_targets(path: &Path) -> Result<Vec<(String, PathBuf, Trust)>, NotASkill>
             .unwrap_or_default();
         return Ok(vec![(name, dir, Trust::Community)]);
     }
-    let scan = SkillStore::new(&root).scan();
+    let scan = SkillStore::new(&root).unfiltered().scan();
     let mut out: Vec<(String, PathBuf, Trust)> = scan
         .skills
         .iter()

@@ -14,6 +14,7 @@ pub mod learning;
 pub mod manage;
 pub mod skill;
 pub mod store;
+pub mod store_cache;
 pub mod usage;
 
 pub use store::{SkillInfo, SkillStore};
