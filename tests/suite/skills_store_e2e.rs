@@ -97,3 +97,122 @@ fn nested_skills_are_listed_and_the_index_persists_correctly() {
         "no log line about the rebuild: {log}"
     );
 }
+
+mod lifecycle {
+    use serde_json::{Value, json};
+
+    use super::list;
+    use crate::support::harness::{TestEnv, stderr, stdout};
+    use crate::support::mock_llm::{MockLlm, Reply};
+
+    const TEA: &str = "---\nname: brew-tea\ndescription: Steep green tea without bitterness\n---\n# Brew tea\n1. Heat water to 80 C.\n2. Steep for 2 minutes.\n";
+    const TWIN: &str = "---\nname: green-tea-howto\ndescription: Brew green tea at the right temperature, never bitter, steeping 2 minutes\n---\n# Green tea\n1. Water at 80 C.\n";
+
+    fn run_z(env: &TestEnv, mock: &MockLlm, prompt: &str) {
+        let out = env
+            .cmd(&mock.base_url())
+            .args(["-z", prompt])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+
+    fn last_tool_result(mock: &MockLlm, i: usize) -> String {
+        mock.requests()[i]["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "tool")
+            .and_then(|m| m["content"].as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
+
+    fn usage(env: &TestEnv) -> Value {
+        serde_json::from_str(
+            &std::fs::read_to_string(env.home_path().join("skills/.usage.json")).unwrap(),
+        )
+        .unwrap()
+    }
+
+    fn create(name: &str, content: &str, force: bool) -> Reply {
+        Reply::tool_call(
+            "c1",
+            "skill_manage",
+            json!({"action": "create", "name": name, "content": content, "force": force}),
+        )
+    }
+
+    #[test]
+    fn near_twin_refused_probation_counted_and_listed() {
+        let env = TestEnv::new();
+        env.config("skills:\n  probation_uses: 2\n  creation_nudge_interval: 0\nmemory:\n  nudge_interval: 0\n");
+
+        // Created on probation, with Python Hermes's agent marker.
+        let mock = MockLlm::with_script([create("brew-tea", TEA, false), Reply::text("Saved.")]);
+        run_z(&env, &mock, "remember how to brew tea");
+        let result = last_tool_result(&mock, 1);
+        assert!(result.contains("on probation until used successfully 2 times"), "{result}");
+        let u = usage(&env);
+        assert_eq!(u["brew-tea"]["probation"], true);
+        assert_eq!(u["brew-tea"]["created_by"], "agent");
+        let rows = list(&env);
+        let row = super::find(&rows, "brew-tea").unwrap();
+        assert_eq!((row["probation"].clone(), row["use_count"].clone()), (json!(true), json!(0)));
+
+        // A near-twin is refused with the candidate to patch and how to force.
+        let mock = MockLlm::with_script([
+            create("green-tea-howto", TWIN, false),
+            Reply::text("Patched instead."),
+        ]);
+        run_z(&env, &mock, "save a green tea skill");
+        let refusal: Value = serde_json::from_str(&last_tool_result(&mock, 1)).unwrap();
+        let refusal = refusal["error"].as_str().unwrap_or_default();
+        assert!(
+            refusal.contains("the existing skill `brew-tea` looks like the same one")
+                && refusal.contains("action=\"patch\"")
+                && refusal.contains("force=true"),
+            "{refusal}"
+        );
+        assert!(!env.home_path().join("skills/green-tea-howto").exists());
+        // … and created when the model insists it is different.
+        let mock = MockLlm::with_script([
+            create("green-tea-howto", TWIN, true),
+            Reply::text("Created."),
+        ]);
+        run_z(&env, &mock, "it is different, save it");
+        assert!(env.home_path().join("skills/green-tea-howto/SKILL.md").is_file());
+
+        // Two turns that load the skill and answer end its probation.
+        for turn in 0..2 {
+            let mock = MockLlm::with_script([
+                Reply::tool_call("c1", "skill_view", json!({"name": "brew-tea"})),
+                Reply::text("Heat to 80 C."),
+            ]);
+            run_z(&env, &mock, "how do I brew tea?");
+            let viewed: Value = serde_json::from_str(&last_tool_result(&mock, 1)).unwrap();
+            // Still unproven while these turns run: the count moves when each one ends.
+            assert_eq!(viewed["probation"], true, "turn {turn}: {viewed}");
+        }
+        let u = usage(&env);
+        assert_eq!(u["brew-tea"]["successful_uses"], 2, "{u}");
+        assert!(u["brew-tea"].get("probation").is_none(), "{u}");
+        let rows = list(&env);
+        let row = super::find(&rows, "brew-tea").unwrap();
+        assert_eq!(row["probation"], false);
+        assert_eq!(row["use_count"], 2);
+        assert_eq!(super::find(&rows, "green-tea-howto").unwrap()["probation"], true);
+
+        // The text listing shows counts and probation.
+        let out = env.bare_cmd().args(["skills", "list"]).output().unwrap();
+        let text = stdout(&out);
+        let line = |name: &str| {
+            text.lines()
+                .find(|l| l.contains(name))
+                .unwrap_or_default()
+                .to_string()
+        };
+        assert!(line("brew-tea").contains("2 uses") && !line("brew-tea").contains("probation"), "{text}");
+        assert!(line("green-tea-howto").contains("[probation 0/2]"), "{text}");
+    }
+}
