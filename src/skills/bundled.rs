@@ -186,8 +186,9 @@ pub fn sync(skills_dir: &Path) -> std::io::Result<SyncReport> {
         let dest = skills_dir.join(&bundle.rel_dir);
         match manifest.get(&name).cloned() {
             None => {
-                let existing = existing
-                    .get_or_insert_with(|| crate::skills::store::SkillStore::new(skills_dir).scan());
+                let existing = existing.get_or_insert_with(|| {
+                    crate::skills::store::SkillStore::new(skills_dir).scan()
+                });
                 let shadowed = existing.skills.iter().any(|s| s.name == name)
                     || existing.invalid.iter().any(|s| s.name == name);
                 if dest.exists() || shadowed {

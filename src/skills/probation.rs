@@ -106,7 +106,9 @@ impl TurnExtension for Probation {
                 match usage::mark_used_successfully(&dir, &name, required) {
                     Ok(true) => tracing::info!(skill = %name, "skill passed probation"),
                     Ok(false) => {}
-                    Err(e) => tracing::debug!(skill = %name, error = %e, "cannot count a skill use"),
+                    Err(e) => {
+                        tracing::debug!(skill = %name, error = %e, "cannot count a skill use")
+                    }
                 }
             }
         });
@@ -153,18 +155,30 @@ mod tests {
             fatal: false,
         };
         // Viewed twice in one turn: one use.
-        p.after_iteration(&info(false), &[view.clone(), view.clone()], &[ok.clone(), ok.clone()]);
+        p.after_iteration(
+            &info(false),
+            &[view.clone(), view.clone()],
+            &[ok.clone(), ok.clone()],
+        );
         assert!(p.after_turn(&info(false), "done").is_none());
         let r = usage::record(&skills, "fresh").unwrap();
         assert_eq!(r.successful_uses, 1);
         assert!(r.on_probation(2));
         // A failed view, or a background review's view, does not count.
         p.after_iteration(&info(false), std::slice::from_ref(&view), &[failed]);
-        p.after_iteration(&info(true), std::slice::from_ref(&view), std::slice::from_ref(&ok));
+        p.after_iteration(
+            &info(true),
+            std::slice::from_ref(&view),
+            std::slice::from_ref(&ok),
+        );
         p.after_turn(&info(false), "done");
         assert_eq!(usage::record(&skills, "fresh").unwrap().successful_uses, 1);
         // The second successful turn ends probation.
-        p.after_iteration(&info(false), std::slice::from_ref(&view), std::slice::from_ref(&ok));
+        p.after_iteration(
+            &info(false),
+            std::slice::from_ref(&view),
+            std::slice::from_ref(&ok),
+        );
         p.after_turn(&info(false), "done");
         let r = usage::record(&skills, "fresh").unwrap();
         assert!(!r.probation && !r.on_probation(2));

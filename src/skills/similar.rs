@@ -20,11 +20,64 @@ use crate::skills::store::SkillInfo;
 
 /// Words that say nothing about what a skill does.
 const STOP_WORDS: &[&str] = &[
-    "a", "an", "and", "any", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from",
-    "how", "if", "in", "into", "is", "it", "its", "of", "on", "or", "so", "that", "the", "their",
-    "then", "this", "to", "use", "used", "using", "via", "when", "with", "without", "you", "your",
-    "skill", "skills", "step", "steps", "guide", "procedure", "way", "ways", "right", "good",
-    "properly", "correctly", "before", "after", "all", "every", "more", "new",
+    "a",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "by",
+    "can",
+    "do",
+    "does",
+    "for",
+    "from",
+    "how",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "of",
+    "on",
+    "or",
+    "so",
+    "that",
+    "the",
+    "their",
+    "then",
+    "this",
+    "to",
+    "use",
+    "used",
+    "using",
+    "via",
+    "when",
+    "with",
+    "without",
+    "you",
+    "your",
+    "skill",
+    "skills",
+    "step",
+    "steps",
+    "guide",
+    "procedure",
+    "way",
+    "ways",
+    "right",
+    "good",
+    "properly",
+    "correctly",
+    "before",
+    "after",
+    "all",
+    "every",
+    "more",
+    "new",
 ];
 /// Shared description words needed at the least.
 const MIN_SHARED_WORDS: usize = 3;
@@ -150,11 +203,20 @@ mod tests {
     fn near_twins_are_found_by_name_or_description() {
         let skills = [
             skill("brew-tea", "Steep green tea without bitterness"),
-            skill("git-workflow", "Branch, commit, rebase on main and open a pull request"),
-            skill("deploy-web", "Deploy the web app to production with docker compose"),
+            skill(
+                "git-workflow",
+                "Branch, commit, rebase on main and open a pull request",
+            ),
+            skill(
+                "deploy-web",
+                "Deploy the web app to production with docker compose",
+            ),
         ];
         // Same words in the name, in another order or with one more.
-        assert_eq!(names(&find("tea-brewing", "Make a cup", &skills)), ["brew-tea"]);
+        assert_eq!(
+            names(&find("tea-brewing", "Make a cup", &skills)),
+            ["brew-tea"]
+        );
         assert_eq!(names(&find("brew-green-tea", "x", &skills)), ["brew-tea"]);
         // Different name, same job.
         let found = find(
@@ -163,7 +225,11 @@ mod tests {
             &skills,
         );
         assert_eq!(names(&found), ["brew-tea"]);
-        assert!(found[0].shared.contains(&"tea".to_string()), "{:?}", found[0].shared);
+        assert!(
+            found[0].shared.contains(&"tea".to_string()),
+            "{:?}",
+            found[0].shared
+        );
         let found = find(
             "pr-flow",
             "Open a pull request after you rebase a branch on main",
@@ -175,15 +241,24 @@ mod tests {
     #[test]
     fn neighbours_in_the_same_domain_are_not_twins() {
         let skills = [
-            skill("deploy-web", "Deploy the web app to production with docker compose"),
+            skill(
+                "deploy-web",
+                "Deploy the web app to production with docker compose",
+            ),
             skill("brew-tea", "Steep green tea without bitterness"),
             skill("pdf", "Read and fill PDF forms"),
         ];
         for (name, description) in [
-            ("deploy-api-staging", "Release the api service to staging on kubernetes"),
+            (
+                "deploy-api-staging",
+                "Release the api service to staging on kubernetes",
+            ),
             ("docker-debug", "Find why a docker container exits at start"),
             ("brew-coffee", "Pour-over coffee with a gooseneck kettle"),
-            ("spreadsheet-report", "Build a monthly report from spreadsheets"),
+            (
+                "spreadsheet-report",
+                "Build a monthly report from spreadsheets",
+            ),
         ] {
             let found = find(name, description, &skills);
             assert!(found.is_empty(), "{name}: {:?}", names(&found));

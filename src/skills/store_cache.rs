@@ -132,9 +132,10 @@ impl ParseCache {
         let parsed = parse();
         let mut inner = self.lock();
         let settled = settled(mtime, SystemTime::now());
-        let unchanged = inner.entries.get(path).is_some_and(|old| {
-            old.mtime_ns == mtime && old.len == len && old.settled == settled
-        });
+        let unchanged = inner
+            .entries
+            .get(path)
+            .is_some_and(|old| old.mtime_ns == mtime && old.len == len && old.settled == settled);
         if !unchanged {
             inner.dirty = true;
         }

@@ -78,7 +78,11 @@ fn edits_and_deletes_are_seen_by_the_next_process() {
     write(r, "b", "two");
     descriptions(&store(r));
     // Same size, new mtime.
-    std::fs::write(&a, std::fs::read_to_string(&a).unwrap().replace("one", "uno")).unwrap();
+    std::fs::write(
+        &a,
+        std::fs::read_to_string(&a).unwrap().replace("one", "uno"),
+    )
+    .unwrap();
     age(&a, 1_800);
     std::fs::remove_dir_all(r.join("b")).unwrap();
     assert_eq!(descriptions(&store(r)), [("a".into(), "uno".into())]);
@@ -91,12 +95,20 @@ fn a_file_changed_just_now_is_never_trusted_on_size_and_mtime() {
     let root = tempfile::tempdir().unwrap();
     let r = root.path();
     let a = write(r, "a", "one");
-    std::fs::write(&a, std::fs::read_to_string(&a).unwrap().replace("one", "uno")).unwrap();
+    std::fs::write(
+        &a,
+        std::fs::read_to_string(&a).unwrap().replace("one", "uno"),
+    )
+    .unwrap();
     let s = store(r);
     assert_eq!(descriptions(&s), [("a".into(), "uno".into())]);
     // A second same-size edit within the same mtime tick: re-parsed, because it is recent.
     let meta = std::fs::metadata(&a).unwrap();
-    std::fs::write(&a, std::fs::read_to_string(&a).unwrap().replace("uno", "dos")).unwrap();
+    std::fs::write(
+        &a,
+        std::fs::read_to_string(&a).unwrap().replace("uno", "dos"),
+    )
+    .unwrap();
     std::fs::File::options()
         .write(true)
         .open(&a)

@@ -194,7 +194,12 @@ fn nested_skills_are_found_as_python_hermes_finds_them() {
         "b",
     );
     // Below a skill's supporting directory: data, not a skill.
-    write_skill(r, "dogfood/references/old", "name: old\ndescription: d", "b");
+    write_skill(
+        r,
+        "dogfood/references/old",
+        "name: old\ndescription: d",
+        "b",
+    );
     // A category called `scripts` is still a category.
     write_skill(r, "scripts/runner", "name: runner\ndescription: d", "b");
     let store = SkillStore::new(r);

@@ -220,9 +220,8 @@ fn view_skill(
     }
     // A new agent-made skill is unproven: say so, so the model checks its steps.
     if !skill.external
-        && crate::skills::usage::record(&config.home.skills_dir(), &skill.name).is_some_and(|r| {
-            r.on_probation(crate::skills::probation::required_uses(config))
-        })
+        && crate::skills::usage::record(&config.home.skills_dir(), &skill.name)
+            .is_some_and(|r| r.on_probation(crate::skills::probation::required_uses(config)))
     {
         out["probation"] = json!(true);
         out["probation_note"] = json!(

@@ -58,11 +58,16 @@ fn find<'a>(rows: &'a [Value], name: &str) -> Option<&'a Value> {
 fn nested_skills_are_listed_and_the_index_persists_correctly() {
     let env = TestEnv::new();
     install(&env, "dogfood", "Dogfood a product");
-    install(&env, "dogfood/adversarial-ux-test", "Break the UX on purpose");
+    install(
+        &env,
+        "dogfood/adversarial-ux-test",
+        "Break the UX on purpose",
+    );
     let tea = install(&env, "kitchen/brew-tea", "Steep green tea");
 
     let rows = list(&env);
-    let nested = find(&rows, "adversarial-ux-test").unwrap_or_else(|| panic!("nested skill not listed: {rows:?}"));
+    let nested = find(&rows, "adversarial-ux-test")
+        .unwrap_or_else(|| panic!("nested skill not listed: {rows:?}"));
     assert_eq!(nested["category"], "dogfood");
     assert!(find(&rows, "dogfood").is_some());
     let index = std::fs::read_to_string(env.home_path().join(INDEX)).unwrap();
@@ -76,7 +81,10 @@ fn nested_skills_are_listed_and_the_index_persists_correctly() {
     .unwrap();
     set_age(&tea, 1_800);
     let rows = list(&env);
-    assert_eq!(find(&rows, "brew-tea").unwrap()["description"], "Steep hot   tea");
+    assert_eq!(
+        find(&rows, "brew-tea").unwrap()["description"],
+        "Steep hot   tea"
+    );
 
     // Deleted → gone, from the list and from the index.
     std::fs::remove_dir_all(env.home_path().join("skills/kitchen")).unwrap();
@@ -152,13 +160,19 @@ mod lifecycle {
         let mock = MockLlm::with_script([create("brew-tea", TEA, false), Reply::text("Saved.")]);
         run_z(&env, &mock, "remember how to brew tea");
         let result = last_tool_result(&mock, 1);
-        assert!(result.contains("on probation until used successfully 2 times"), "{result}");
+        assert!(
+            result.contains("on probation until used successfully 2 times"),
+            "{result}"
+        );
         let u = usage(&env);
         assert_eq!(u["brew-tea"]["probation"], true);
         assert_eq!(u["brew-tea"]["created_by"], "agent");
         let rows = list(&env);
         let row = super::find(&rows, "brew-tea").unwrap();
-        assert_eq!((row["probation"].clone(), row["use_count"].clone()), (json!(true), json!(0)));
+        assert_eq!(
+            (row["probation"].clone(), row["use_count"].clone()),
+            (json!(true), json!(0))
+        );
 
         // A near-twin is refused with the candidate to patch and how to force.
         let mock = MockLlm::with_script([
@@ -181,7 +195,11 @@ mod lifecycle {
             Reply::text("Created."),
         ]);
         run_z(&env, &mock, "it is different, save it");
-        assert!(env.home_path().join("skills/green-tea-howto/SKILL.md").is_file());
+        assert!(
+            env.home_path()
+                .join("skills/green-tea-howto/SKILL.md")
+                .is_file()
+        );
 
         // Two turns that load the skill and answer end its probation.
         for turn in 0..2 {
@@ -201,7 +219,10 @@ mod lifecycle {
         let row = super::find(&rows, "brew-tea").unwrap();
         assert_eq!(row["probation"], false);
         assert_eq!(row["use_count"], 2);
-        assert_eq!(super::find(&rows, "green-tea-howto").unwrap()["probation"], true);
+        assert_eq!(
+            super::find(&rows, "green-tea-howto").unwrap()["probation"],
+            true
+        );
 
         // The text listing shows counts and probation.
         let out = env.bare_cmd().args(["skills", "list"]).output().unwrap();
@@ -212,7 +233,13 @@ mod lifecycle {
                 .unwrap_or_default()
                 .to_string()
         };
-        assert!(line("brew-tea").contains("2 uses") && !line("brew-tea").contains("probation"), "{text}");
-        assert!(line("green-tea-howto").contains("[probation 0/2]"), "{text}");
+        assert!(
+            line("brew-tea").contains("2 uses") && !line("brew-tea").contains("probation"),
+            "{text}"
+        );
+        assert!(
+            line("green-tea-howto").contains("[probation 0/2]"),
+            "{text}"
+        );
     }
 }
