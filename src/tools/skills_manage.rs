@@ -59,7 +59,7 @@ pub struct ManageArgs {
     /// write_file: the file's content.
     #[serde(default)]
     pub file_content: Option<String>,
-    /// create: even though a similar skill exists (only when it is truly different).
+    /// create: even if a similar skill exists.
     #[serde(default)]
     pub force: bool,
 }
