@@ -12,6 +12,7 @@ pub mod cli_errors;
 pub mod cli_interrupt;
 pub mod cli_pipes;
 pub mod cli_repl;
+pub mod cli_rough_edges;
 pub mod compaction;
 pub mod containment;
 pub mod failover;
