@@ -176,5 +176,10 @@ pub fn services(config: crate::config::Config) -> Result<Arc<Services>, CliError
         .push(Arc::new(crate::skills::learning::SkillLearning::new(
             &services.config,
         )));
+    services
+        .extensions
+        .push(Arc::new(crate::skills::probation::Probation::new(
+            &services.config,
+        )));
     Ok(Arc::new(services))
 }
