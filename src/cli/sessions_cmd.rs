@@ -92,7 +92,14 @@ pub fn run(
             let Some(row) = store.find_session(&id)? else {
                 return Err(not_found(&id));
             };
-            if !yes && std::io::stdin().is_terminal() {
+            if !yes && !std::io::stdin().is_terminal() {
+                // Nobody can answer the question: deleting anyway would be a silent loss.
+                return Err(CliError::Usage(format!(
+                    "not deleting session {} ({} messages) without confirmation: no terminal to ask on; add -y to delete it",
+                    row.id, row.message_count
+                )));
+            }
+            if !yes {
                 print!(
                     "Delete session {} ({} messages)? [y/N] ",
                     row.id, row.message_count
