@@ -476,7 +476,23 @@ impl Agent {
     /// that message is already the session's last user message — a redelivery after a crash —
     /// it is not stored again: a stored answer is returned as is, without a model call, and a
     /// missing one is produced by continuing the turn.
+    /// The answer is redacted like the persisted one (a front end delivers it as is).
     pub async fn run_turn_tagged(
+        &mut self,
+        user_text: &str,
+        platform_message_id: Option<&str>,
+        events: &UnboundedSender<AgentEvent>,
+        cancel: &CancellationToken,
+    ) -> Result<TurnOutcome, AgentError> {
+        let mut outcome = self
+            .run_turn_unredacted(user_text, platform_message_id, events, cancel)
+            .await?;
+        let text = std::mem::take(&mut outcome.text);
+        outcome.text = self.services.shield.redactor.redact_string(text);
+        Ok(outcome)
+    }
+
+    async fn run_turn_unredacted(
         &mut self,
         user_text: &str,
         platform_message_id: Option<&str>,
@@ -663,7 +679,15 @@ impl Agent {
         loop {
             attempt += 1;
             turn.api_calls += 1;
-            match stream_once(self.client.as_ref(), request.clone(), events, cancel).await {
+            match stream_once(
+                self.client.as_ref(),
+                request.clone(),
+                events,
+                cancel,
+                &self.services.shield.redactor,
+            )
+            .await
+            {
                 Ok(response) => {
                     self.failover.note_success();
                     self.compressor.update_from_response(&response.usage);

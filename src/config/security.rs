@@ -14,6 +14,9 @@ pub struct SecurityConfig {
     pub redact_secrets: bool,
     /// Extra paths the file tools may neither read nor write (absolute or `~/…`).
     pub protected_paths: Vec<PathBuf>,
+    /// Secrets files (a project's `.env`, keys, `.npmrc`; `security::secret_files`) the file
+    /// tools may read after all: files or directories (absolute or `~/…`).
+    pub readable_paths: Vec<PathBuf>,
 }
 
 impl Default for SecurityConfig {
@@ -21,6 +24,7 @@ impl Default for SecurityConfig {
         SecurityConfig {
             redact_secrets: true,
             protected_paths: Vec::new(),
+            readable_paths: Vec::new(),
         }
     }
 }
@@ -36,6 +40,7 @@ const KNOWN_SECURITY: &[&str] = &[
     "allow_lazy_installs",
     // hermes (Rust)
     "protected_paths",
+    "readable_paths",
 ];
 
 /// Reads `security:` from the top-level mapping (absent → defaults).
@@ -70,31 +75,34 @@ pub fn parse(
         }
         Some(_) => return Err(type_err("redact_secrets", "expected true or false".into())),
     }
-    match section.get("protected_paths") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(items)) => {
-            for item in items {
-                let Value::String(s) = item else {
-                    return Err(type_err(
-                        "protected_paths",
-                        "expected a list of paths (strings)".into(),
-                    ));
-                };
-                out.protected_paths
-                    .push(absolute_path(s, env).ok_or_else(|| {
-                        type_err(
-                            "protected_paths",
-                            format!("`{s}` is not absolute; write it as /full/path or ~/path"),
-                        )
-                    })?);
-            }
-        }
-        Some(_) => {
-            return Err(type_err(
-                "protected_paths",
-                "expected a list of paths".into(),
-            ));
-        }
+    out.protected_paths = path_list(section, "protected_paths", env, &type_err)?;
+    out.readable_paths = path_list(section, "readable_paths", env, &type_err)?;
+    Ok(out)
+}
+
+/// A list of absolute (or `~/`) paths under `security.<key>`.
+fn path_list(
+    section: &serde_json::Map<String, Value>,
+    key: &str,
+    env: &EnvVars,
+    type_err: &dyn Fn(&str, String) -> ConfigError,
+) -> Result<Vec<PathBuf>, ConfigError> {
+    let items = match section.get(key) {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(items)) => items,
+        Some(_) => return Err(type_err(key, "expected a list of paths".into())),
+    };
+    let mut out = Vec::new();
+    for item in items {
+        let Value::String(s) = item else {
+            return Err(type_err(key, "expected a list of paths (strings)".into()));
+        };
+        out.push(absolute_path(s, env).ok_or_else(|| {
+            type_err(
+                key,
+                format!("`{s}` is not absolute; write it as /full/path or ~/path"),
+            )
+        })?);
     }
     Ok(out)
 }
@@ -125,7 +133,7 @@ mod tests {
     fn defaults_and_values() {
         assert_eq!(parse_text("x: 1").unwrap(), SecurityConfig::default());
         let c = parse_text(
-            "security:\n  redact_secrets: false\n  tirith_enabled: true\n  protected_paths: [/srv/prod, ~/notes]\n",
+            "security:\n  redact_secrets: false\n  tirith_enabled: true\n  protected_paths: [/srv/prod, ~/notes]\n  readable_paths: [~/proj/.env]\n",
         )
         .unwrap();
         assert!(!c.redact_secrets);
@@ -133,6 +141,7 @@ mod tests {
             c.protected_paths,
             vec![PathBuf::from("/srv/prod"), PathBuf::from("/home/u/notes")]
         );
+        assert_eq!(c.readable_paths, vec![PathBuf::from("/home/u/proj/.env")]);
     }
 
     #[test]
