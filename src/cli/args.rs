@@ -46,6 +46,9 @@ pub struct RunArgs {
     /// Run dangerous commands without asking (the hardline floor still applies).
     #[arg(long, global = true)]
     pub yolo: bool,
+    /// With -z: answer yes where the agent asks for a plain yes (installing a hub skill).
+    #[arg(long)]
+    pub yes: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -4,11 +4,13 @@
 //! `skill` parses SKILL.md; `store` scans the skill roots (cached by mtime) and serves the three
 //! disclosure tiers; `index` renders the compact index of the frozen system prompt; `manage` is
 //! `skill_manage`; `guard` scans skill directories for threats (with `security::scan`); `usage` keeps `.usage.json`
-//! and provenance; `bundled` ships and syncs our own skills; `learning` is the background review
+//! and provenance; `bundled` ships and syncs our own skills; `hub` installs skills from git
+//! repositories and skill indexes; `learning` is the background review
 //! that turns long tool-using turns into skills.
 
 pub mod bundled;
 pub mod guard;
+pub mod hub;
 pub mod index;
 pub mod learning;
 pub mod manage;

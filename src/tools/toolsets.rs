@@ -41,6 +41,12 @@ pub const BUILTIN: &[ToolsetSpec] = &[
         includes: &[],
     },
     ToolsetSpec {
+        name: "skills_hub",
+        description: "search, inspect and (with the user's yes) install skills from the hub",
+        tools: &["skills_hub"],
+        includes: &[],
+    },
+    ToolsetSpec {
         name: "memory",
         description: "persistent notes about the user and environment",
         tools: &["memory"],
@@ -73,6 +79,7 @@ pub const BUILTIN: &[ToolsetSpec] = &[
             "terminal",
             "todo",
             "skills",
+            "skills_hub",
             "memory",
             "session_search",
             "delegation",

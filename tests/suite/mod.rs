@@ -30,5 +30,6 @@ pub mod sandbox;
 pub mod session_search_e2e;
 pub mod sessions_compat;
 pub mod skills_e2e;
+pub mod skills_hub;
 pub mod spend;
 pub mod terminal_backends;
