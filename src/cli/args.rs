@@ -71,6 +71,7 @@ impl RunArgs {
             continue_last: inner.continue_last || self.continue_last,
             max_turns: inner.max_turns.or(self.max_turns),
             yolo: inner.yolo || self.yolo,
+            yes: inner.yes || self.yes,
         }
     }
 }

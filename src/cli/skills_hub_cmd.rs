@@ -23,33 +23,43 @@ use crate::skills::hub::{Hub, HubError, Prepared, keep, search, taps};
 pub enum HubCommand {
     /// Search the taps (or a site's skill index, given its URL) for skills.
     Search {
+        /// Words to look for, or a site URL to read its skill index.
         query: String,
         /// all, github, git, well-known, or a tap's repo.
         #[arg(long)]
         source: Option<String>,
+        /// Show at most this many.
         #[arg(long, default_value_t = 10)]
         limit: usize,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// List what the taps offer.
     Browse {
+        /// all, github, git, well-known, or a tap's repo.
         #[arg(long)]
         source: Option<String>,
+        /// Show at most this many.
         #[arg(long, default_value_t = 100)]
         limit: usize,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Show a hub skill's SKILL.md, files and the guard's verdict, installing nothing.
     Inspect {
+        /// What `install` would take (see `install --help`).
         identifier: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Install a skill: owner/repo/path, URL-or-path[#sub/path][@ref], well-known:URL, or a name.
     Install {
+        /// owner/repo/path[@ref], URL-or-path[#sub/path][@ref], well-known:URL, or a name.
         identifier: String,
+        /// Install into skills/CATEGORY/.
         #[arg(long)]
         category: Option<String>,
         /// Install under this name instead of the one in SKILL.md.
@@ -64,28 +74,36 @@ pub enum HubCommand {
     },
     /// Which hub-installed skills changed upstream.
     Check {
+        /// Only this skill (default: every hub-installed skill).
         name: Option<String>,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Update hub-installed skills (local edits are kept unless --force).
     Update {
+        /// The skill to update.
         name: Option<String>,
+        /// Update every hub-installed skill.
         #[arg(long)]
         all: bool,
+        /// Do not ask for confirmation.
         #[arg(short = 'y', long)]
         yes: bool,
+        /// Replace local edits too.
         #[arg(long)]
         force: bool,
     },
     /// Remove a hub-installed skill.
     Uninstall {
         name: String,
+        /// Do not ask for confirmation.
         #[arg(short = 'y', long)]
         yes: bool,
     },
     /// Hub skills edited since they were installed.
     ListModified {
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -94,6 +112,7 @@ pub enum HubCommand {
     /// Put a hub skill back to its installed version.
     Reset {
         name: String,
+        /// Do not ask for confirmation.
         #[arg(short = 'y', long)]
         yes: bool,
     },
@@ -106,7 +125,9 @@ pub enum HubCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum TapCommand {
+    /// The taps searched (defaults and yours).
     List {
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },

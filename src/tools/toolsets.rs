@@ -44,7 +44,6 @@ pub const BUILTIN: &[ToolsetSpec] = &[
     ToolsetSpec {
         name: "skills_hub",
         description: "search, inspect and (with the user's yes) install skills from the hub",
-        tools: &["skills_hub"],
         includes: &[],
     },
     ToolsetSpec {
