@@ -19,6 +19,7 @@ pub mod sessions_report;
 pub mod setup;
 pub mod signals;
 pub mod skills_cmd;
+pub mod skills_hub_cmd;
 pub mod slash;
 
 use std::sync::Arc;

@@ -39,5 +39,6 @@ pub mod session_titles;
 pub mod sessions_compat;
 pub mod skills_e2e;
 pub mod skills_store_e2e;
+pub mod skills_hub;
 pub mod spend;
 pub mod terminal_backends;
