@@ -37,3 +37,4 @@ pub mod sessions_compat;
 pub mod skills_e2e;
 pub mod spend;
 pub mod terminal_backends;
+pub mod usage_estimate;
