@@ -3,6 +3,7 @@
 
 pub mod args;
 pub mod checkpoints_cmd;
+pub mod claw;
 pub mod completion_cmd;
 pub mod doctor;
 pub mod gateway_cmd;
@@ -106,6 +107,7 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
             gateway_cmd::send(&runtime, &config, &target, &text)
         }
         Some(args::Command::Checkpoints { action }) => checkpoints_cmd::run(&config, action),
+        Some(args::Command::Claw { action }) => claw::run(&config, action),
         Some(args::Command::Doctor { json }) => doctor::run(&config, json),
         Some(args::Command::Logs(logs)) => logs_cmd::run(&config, logs),
         Some(args::Command::Completion { shell }) => completion_cmd::run(shell),
