@@ -144,10 +144,23 @@ impl SpendCaps {
     }
 }
 
-/// A size of a request in tokens (the estimator used when a provider reports no usage), for
-/// projecting the next call against the caps.
+/// A rough size of a request in tokens (4 characters per token), for projecting its cost
+/// against the caps. (Recorded usage that the provider did not report is estimated more
+/// finely, by `llm::usage_estimate`; the projection keeps its long-standing scale.)
 pub fn estimate_prompt_tokens(request: &crate::llm::ChatRequest) -> u64 {
-    crate::llm::usage_estimate::request_tokens(request)
+    let mut chars = request.system.len();
+    for m in &request.messages {
+        chars += m.wire_content().map_or(0, str::len);
+        chars += m
+            .tool_calls
+            .iter()
+            .map(|c| c.name.len() + c.arguments.len())
+            .sum::<usize>();
+    }
+    for t in &request.tools {
+        chars += t.name.len() + t.description.len() + t.parameters.to_string().len();
+    }
+    (chars / 4) as u64
 }
 
 fn session_cost(session: &SessionRow) -> f64 {
