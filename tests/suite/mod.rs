@@ -43,3 +43,4 @@ pub mod skills_store_e2e;
 pub mod skills_hub;
 pub mod spend;
 pub mod terminal_backends;
+pub mod usage_estimate;
