@@ -62,6 +62,11 @@ pub mod exit {
 pub fn run(cli: Cli) -> Result<u8, CliError> {
     let config = setup::load_config()?;
     setup::init_logging(&config);
+    if let Some(warning) = config.unsupported_warning() {
+        // Once per process, on stderr: `-z` keeps stdout for the answer alone.
+        eprintln!("{warning}");
+        tracing::warn!("{warning}");
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -12,6 +12,7 @@ pub mod cli_interrupt;
 pub mod cli_pipes;
 pub mod cli_repl;
 pub mod compaction;
+pub mod config_compat;
 pub mod containment;
 pub mod failover;
 pub mod gateway_api;
