@@ -89,8 +89,9 @@ pub struct Services {
     pub shield: Arc<crate::security::shield::Shield>,
     /// The skill store; its parse cache serves the prompt build and the skills tools.
     pub skills: SkillStore,
-    /// Every tool linked into the binary, discovered once; sessions select theirs from it.
-    pub tools: ToolRegistry,
+    /// Every tool linked into the binary (discovered once) and those registered at run time
+    /// (MCP); sessions select theirs from it.
+    pub tools: crate::tools::ToolCatalog,
     /// auth.json, read once and re-read only when the file changes.
     pub credentials: credentials::AuthFile,
     /// The HTTP client model clients made during the process share (key rotation, fallback).
@@ -106,7 +107,7 @@ impl Services {
         Services {
             shield: Arc::new(crate::security::shield::Shield::for_config(&config)),
             skills: SkillStore::from_config(&config),
-            tools: ToolRegistry::discover(),
+            tools: crate::tools::ToolCatalog::discover(),
             credentials: credentials::AuthFile::new(config.home.root().join("auth.json")),
             http: shared_http(),
             reviews: Admission::default(),
@@ -392,7 +393,7 @@ impl Agent {
     pub fn model(&self) -> &str {
         &self.client.provider().model
     }
-    pub fn tool_names(&self) -> Vec<&'static str> {
+    pub fn tool_names(&self) -> Vec<&str> {
         self.tools.names()
     }
     /// Token totals of this process's turns in the session.
@@ -823,7 +824,7 @@ impl Agent {
             delegator: Some(Arc::new(delegation::AgentDelegator {
                 services: self.services.clone(),
                 parent: self.parent_link(cancel.child_token()),
-                parent_tools: self.tools.names(),
+                parent_tools: self.tools.names().into_iter().map(String::from).collect(),
                 parent_toolsets: self.options.toolsets.clone(),
                 parent_yolo: self.options.yolo,
                 events: events.clone(),

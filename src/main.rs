@@ -2,13 +2,11 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
     // A panic stays where it happened (tool call, chat turn); a closed stdout ends quietly.
     hermes::panics::install_hook();
     // `--version` must stay instant: clap answers it before anything else is set up.
-    let cli = hermes::cli::Cli::parse();
+    let cli = hermes::cli::not_yet::parse();
     let _ = rustls::crypto::ring::default_provider().install_default();
     match hermes::cli::run(cli) {
         Ok(code) => ExitCode::from(code),
@@ -16,7 +14,7 @@ fn main() -> ExitCode {
         Err(e) if hermes::panics::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("hermes: error: {e}");
-            ExitCode::from(hermes::cli::exit::FAILURE)
+            ExitCode::from(e.exit_code())
         }
     }
 }

@@ -28,7 +28,7 @@ pub(crate) struct AgentDelegator {
     pub services: Arc<Services>,
     pub parent: ParentLink,
     /// The tools the parent may use (a child never gets more).
-    pub parent_tools: Vec<&'static str>,
+    pub parent_tools: Vec<String>,
     pub parent_toolsets: Vec<String>,
     /// The parent runs in `--yolo`.
     pub parent_yolo: bool,
@@ -102,10 +102,10 @@ impl AgentDelegator {
             .parent_tools
             .iter()
             .filter(|t| {
-                !BLOCKED_TOOLS.contains(t)
-                    || (**t == "delegate_task" && child_depth < cfg.max_depth)
+                !BLOCKED_TOOLS.contains(&t.as_str())
+                    || (*t == "delegate_task" && child_depth < cfg.max_depth)
             })
-            .map(|t| t.to_string())
+            .cloned()
             .collect();
         Ok(ChildSpec {
             label: format!(

@@ -16,36 +16,60 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
-/// Options shared by the REPL, `-z` and `chat`.
+/// Options shared by the REPL, `-z`, `chat` and `gateway run`. They belong to the top-level command
+/// and to `chat` only (not `global`), so they stay out of every other subcommand's help;
+/// `hermes -m X gateway run` still passes them on.
 #[derive(Debug, Clone, Default, Args)]
 pub struct RunArgs {
     /// Model name.
-    #[arg(short = 'm', long = "model", global = true)]
+    #[arg(short = 'm', long = "model")]
     pub model: Option<String>,
     /// Provider: custom, openai, openrouter, anthropic, ollama, llamacpp, vllm.
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub provider: Option<String>,
     /// Base URL of an OpenAI-compatible API (e.g. http://127.0.0.1:8080/v1).
-    #[arg(long = "base-url", global = true)]
+    #[arg(long = "base-url")]
     pub base_url: Option<String>,
     /// API key (prefer the environment or $HERMES_HOME/.env).
-    #[arg(long = "api-key", global = true, hide_env_values = true)]
+    #[arg(long = "api-key", hide_env_values = true)]
     pub api_key: Option<String>,
     /// Comma-separated toolsets (default: config.yaml `toolsets`).
-    #[arg(short = 't', long = "toolsets", global = true, value_delimiter = ',')]
+    #[arg(short = 't', long = "toolsets", value_delimiter = ',')]
     pub toolsets: Vec<String>,
     /// Resume a session by id or title.
-    #[arg(short = 'r', long = "resume", global = true, value_name = "SESSION")]
+    #[arg(short = 'r', long = "resume", value_name = "SESSION")]
     pub resume: Option<String>,
     /// Continue the most recent CLI session.
-    #[arg(short = 'c', long = "continue", global = true)]
+    #[arg(short = 'c', long = "continue")]
     pub continue_last: bool,
     /// Iteration budget per turn (default: agent.max_turns, 90).
-    #[arg(long = "max-turns", global = true)]
+    #[arg(long = "max-turns")]
     pub max_turns: Option<u32>,
     /// Run dangerous commands without asking (the hardline floor still applies).
-    #[arg(long, global = true)]
+    #[arg(long)]
     pub yolo: bool,
+}
+
+impl RunArgs {
+    /// These options with `inner`'s (given after `chat`) taking precedence over ours (given
+    /// before it), so `hermes -m a chat -m b` uses `b` and `hermes -m a chat` uses `a`.
+    pub fn overlaid(&self, inner: &RunArgs) -> RunArgs {
+        RunArgs {
+            model: inner.model.clone().or_else(|| self.model.clone()),
+            provider: inner.provider.clone().or_else(|| self.provider.clone()),
+            base_url: inner.base_url.clone().or_else(|| self.base_url.clone()),
+            api_key: inner.api_key.clone().or_else(|| self.api_key.clone()),
+            toolsets: if inner.toolsets.is_empty() {
+                self.toolsets.clone()
+            } else {
+                inner.toolsets.clone()
+            },
+            resume: inner.resume.clone().or_else(|| self.resume.clone()),
+            continue_last: inner.continue_last || self.continue_last,
+            max_turns: inner.max_turns.or(self.max_turns),
+            yolo: inner.yolo || self.yolo,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -77,6 +101,7 @@ pub enum Command {
         /// How many days back to look.
         #[arg(long, default_value_t = 30)]
         days: u32,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -90,10 +115,18 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::cli::gateway_cmd::PairingCommand,
     },
-    /// Check the installation: state, terminal backend and which command limits apply.
+    /// Check the installation: config, permissions, state.db, skills, provider, gateway, disk, limits.
     Doctor {
+        /// Print one JSON object (stable keys) instead of text.
         #[arg(long)]
         json: bool,
+    },
+    /// Show the last lines of $HERMES_HOME/logs, or follow them.
+    Logs(crate::cli::logs_cmd::LogsArgs),
+    /// Print a shell completion script: `hermes completion bash > ~/.local/share/bash-completion/completions/hermes`.
+    Completion {
+        #[arg(value_enum, default_value_t = crate::cli::completion_cmd::Shell::Bash)]
+        shell: crate::cli::completion_cmd::Shell,
     },
     /// Send one message to a chat, e.g. `hermes send telegram:123456 "done"`.
     Send {
@@ -105,6 +138,8 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct ChatArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
     /// Answer this question and exit (prints the answer and the session id).
     #[arg(short = 'q', long = "query")]
     pub query: Option<String>,
@@ -117,6 +152,7 @@ pub struct ChatArgs {
 pub enum SessionsCommand {
     /// List sessions, newest first.
     List {
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
         #[arg(long, default_value_t = 20)]
@@ -125,6 +161,7 @@ pub enum SessionsCommand {
     /// Show one session's messages.
     Show {
         id: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -147,6 +184,7 @@ pub enum SessionsCommand {
     /// Full-text search over every past conversation.
     Search {
         query: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
         /// Conversations to show (1-10).
@@ -155,6 +193,7 @@ pub enum SessionsCommand {
     },
     /// Counts of sessions and messages, by source, and the database size.
     Stats {
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },

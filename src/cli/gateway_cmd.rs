@@ -21,6 +21,7 @@ pub enum GatewayCommand {
     },
     /// Health of the platforms and the delivery backlog, as last recorded by the gateway.
     Status {
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },

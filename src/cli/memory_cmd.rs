@@ -14,6 +14,7 @@ pub enum MemoryCommand {
     Show {
         /// Only this store: memory or user.
         target: Option<String>,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },

@@ -3,10 +3,13 @@
 
 pub mod args;
 pub mod checkpoints_cmd;
+pub mod completion_cmd;
 pub mod doctor;
 pub mod gateway_cmd;
 pub mod insights_cmd;
+pub mod logs_cmd;
 pub mod memory_cmd;
+pub mod not_yet;
 pub mod oneshot;
 pub mod render;
 pub mod repl;
@@ -44,6 +47,9 @@ pub enum CliError {
     Setup(String),
     #[error("{0}")]
     NotFound(String),
+    /// The command was used wrongly (exit 2).
+    #[error("{0}")]
+    Usage(String),
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }
@@ -56,6 +62,16 @@ pub mod exit {
     pub const USAGE: u8 = 2;
     /// The user interrupted (as a shell reports SIGINT).
     pub const INTERRUPTED: u8 = 130;
+}
+
+impl CliError {
+    /// The exit code this error ends the process with.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Usage(_) => exit::USAGE,
+            _ => exit::FAILURE,
+        }
+    }
 }
 
 /// Runs the parsed command line; returns the process exit code.
@@ -96,19 +112,24 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         }
         Some(args::Command::Checkpoints { action }) => checkpoints_cmd::run(&config, action),
         Some(args::Command::Doctor { json }) => doctor::run(&config, json),
+        Some(args::Command::Logs(logs)) => logs_cmd::run(&config, logs),
+        Some(args::Command::Completion { shell }) => completion_cmd::run(shell),
         Some(args::Command::Insights { days, json }) => {
             let store = setup::open_store(&config)?;
             insights_cmd::run(&store, days, json)
         }
-        Some(args::Command::Chat(chat)) => match chat.query {
-            Some(query) => runtime.block_on(oneshot::run(
-                &cli.run,
-                config,
-                &query,
-                oneshot::Style::Chat { quiet: chat.quiet },
-            )),
-            None => repl::run(&runtime, &cli.run, config),
-        },
+        Some(args::Command::Chat(chat)) => {
+            let run = cli.run.overlaid(&chat.run);
+            match chat.query {
+                Some(query) => runtime.block_on(oneshot::run(
+                    &run,
+                    config,
+                    &query,
+                    oneshot::Style::Chat { quiet: chat.quiet },
+                )),
+                None => repl::run(&runtime, &run, config),
+            }
+        }
         None => match cli.oneshot {
             Some(prompt) => runtime.block_on(oneshot::run(
                 &cli.run,

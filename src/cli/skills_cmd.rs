@@ -19,6 +19,7 @@ use crate::skills::{SkillStore, bundled};
 pub enum SkillsCommand {
     /// List skills (invalid ones too, with the reason).
     List {
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
         /// Only this category.
@@ -30,6 +31,7 @@ pub enum SkillsCommand {
     /// Scan skills for threats: all, one by NAME, or every skill under PATH.
     Audit {
         target: Option<String>,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },

@@ -1,7 +1,9 @@
 //! Tools the model can call: the registry (contract, registration, dispatch), toolsets, and one
 //! file per tool family. Every tool module must be linked here or it never registers.
 
+pub mod catalog;
 pub mod delegate;
+pub mod dynamic;
 pub mod file_common;
 pub mod file_patch;
 pub mod file_path;
@@ -23,6 +25,9 @@ pub mod test_support;
 pub mod todo;
 pub mod toolsets;
 
+pub use catalog::ToolCatalog;
+pub use dynamic::{Availability, DynamicTool, ToolHandler};
 pub use registry::{
-    AgentRole, SessionScratch, Tool, ToolContext, ToolError, ToolOutput, ToolRegistry, TypedTool,
+    AgentRole, RegisterError, SessionScratch, Tool, ToolContext, ToolError, ToolOutput,
+    ToolRegistry, TypedTool,
 };

@@ -1,8 +1,12 @@
-//! The tool contract (`Tool`, `TypedTool`), self-registration through `inventory`, and dispatch:
-//! argument parsing, error results the model can read, and the result-size cap.
+//! The tool contract (`Tool`, `TypedTool`), self-registration through `inventory`, runtime
+//! registration (`ToolRegistry::register`, used for tools found while running, such as MCP
+//! servers' — see `tools::dynamic`), and dispatch: argument parsing, error results the model can
+//! read, and the result-size cap.
 //!
-//! A tool file defines a type implementing `TypedTool` and registers it with one line:
-//! `register_tool!(ReadFile);`. There is no central list to edit.
+//! A built-in tool is one file: a type implementing `TypedTool` whose `TOOLSET` names its toolset,
+//! registered with one line, `register_tool!(ReadFile);`, plus its `mod` line in `tools/mod.rs`.
+//! Toolset membership comes from the registered tools (`toolsets.rs` keeps only descriptions
+//! and includes), so there is no list of tool names to edit.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -114,8 +118,9 @@ fn expand_tilde(path: &str) -> PathBuf {
 /// The object-safe tool interface the registry works with. Implement `TypedTool` instead.
 #[async_trait::async_trait]
 pub trait Tool: Send + Sync {
-    fn name(&self) -> &'static str;
-    fn toolset(&self) -> &'static str;
+    fn name(&self) -> &str;
+    /// The toolset this tool belongs to (its only membership declaration).
+    fn toolset(&self) -> &str;
     fn schema(&self) -> ToolSchema;
     /// Safe to run concurrently with other read-only calls of the same response.
     fn read_only(&self) -> bool;
@@ -147,10 +152,10 @@ pub trait TypedTool: Send + Sync + 'static {
 
 #[async_trait::async_trait]
 impl<T: TypedTool> Tool for T {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         T::NAME
     }
-    fn toolset(&self) -> &'static str {
+    fn toolset(&self) -> &str {
         T::TOOLSET
     }
     fn schema(&self) -> ToolSchema {
@@ -271,10 +276,55 @@ pub struct ToolOutput {
     pub fatal: bool,
 }
 
-/// All tools offered in a session (after toolset selection and availability checks).
+/// A set of tools by name: every tool of the process (`ToolCatalog` holds that one), or the
+/// tools offered in one session (after toolset selection and availability checks). Built-in and
+/// runtime-registered tools live side by side and are offered, filtered and dispatched alike.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
-    tools: BTreeMap<&'static str, Arc<dyn Tool>>,
+    tools: BTreeMap<String, Arc<dyn Tool>>,
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.tools.keys()).finish()
+    }
+}
+
+/// Why a runtime registration was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RegisterError {
+    #[error(
+        "cannot register the tool `{name}` (toolset {toolset}): a tool of that name is already registered in toolset {existing}; rename it or remove the other one first"
+    )]
+    Duplicate {
+        name: String,
+        toolset: String,
+        existing: String,
+    },
+    #[error(
+        "cannot register the tool `{0}`: tool names must be 1-64 characters of letters, digits, `_` or `-` (what model APIs accept)"
+    )]
+    InvalidName(String),
+    #[error(
+        "cannot register the tool `{name}`: its toolset name `{toolset}` must be 1-64 characters of letters, digits, `_` or `-`"
+    )]
+    InvalidToolset { name: String, toolset: String },
+}
+
+/// Whether one tool would be offered under a config, and why not (`hermes tools list`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolStatus {
+    pub name: String,
+    pub toolset: String,
+    /// `Err(reason)` when a requirement is missing.
+    pub available: Result<(), String>,
+}
+
+fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 impl ToolRegistry {
@@ -283,7 +333,7 @@ impl ToolRegistry {
         let mut tools = BTreeMap::new();
         for reg in inventory::iter::<ToolRegistration> {
             let tool = (reg.factory)();
-            tools.insert(tool.name(), tool);
+            tools.insert(tool.name().to_string(), tool);
         }
         ToolRegistry { tools }
     }
@@ -293,21 +343,101 @@ impl ToolRegistry {
         Self::discover().select(config, toolsets)
     }
 
+    /// Adds a tool found at run time (an MCP server's, a plugin's). Its `toolset()` makes it a
+    /// member of that toolset — an existing one or a new one such as `mcp-<server>`. A name
+    /// that is taken is refused: a runtime tool never shadows a built-in one.
+    pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), RegisterError> {
+        let (name, toolset) = (tool.name().to_string(), tool.toolset().to_string());
+        if !valid_name(&name) {
+            return Err(RegisterError::InvalidName(name));
+        }
+        if !valid_name(&toolset) {
+            return Err(RegisterError::InvalidToolset { name, toolset });
+        }
+        if let Some(existing) = self.tools.get(&name) {
+            return Err(RegisterError::Duplicate {
+                existing: existing.toolset().to_string(),
+                name,
+                toolset,
+            });
+        }
+        self.tools.insert(name, tool);
+        Ok(())
+    }
+
+    /// Removes one tool; returns it when it was registered.
+    pub fn deregister(&mut self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.tools.remove(name)
+    }
+
+    /// Removes every tool of a toolset (an MCP server that went away); returns their names.
+    pub fn deregister_toolset(&mut self, toolset: &str) -> Vec<String> {
+        let gone: Vec<String> = self
+            .tools
+            .iter()
+            .filter(|(_, t)| t.toolset() == toolset)
+            .map(|(n, _)| n.clone())
+            .collect();
+        for name in &gone {
+            self.tools.remove(name);
+        }
+        gone
+    }
+
+    /// Toolset name → the names of its registered tools (membership, from the tools themselves).
+    pub fn members(&self) -> BTreeMap<String, std::collections::BTreeSet<String>> {
+        let mut out: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
+        for (name, tool) in &self.tools {
+            out.entry(tool.toolset().to_string())
+                .or_default()
+                .insert(name.clone());
+        }
+        out
+    }
+
+    /// Resolves toolset names (built-in, custom, or a registered tool's) to tool names.
+    pub fn resolve_toolsets(
+        &self,
+        names: &[String],
+        custom: &BTreeMap<String, crate::config::ToolsetDef>,
+    ) -> Result<std::collections::BTreeSet<String>, ToolsetError> {
+        crate::tools::toolsets::resolve_in(names, custom, &self.members())
+    }
+
+    /// Every toolset with its description, includes and registered members (`hermes tools`).
+    pub fn toolsets(
+        &self,
+        custom: &BTreeMap<String, crate::config::ToolsetDef>,
+    ) -> Vec<crate::tools::toolsets::ToolsetInfo> {
+        crate::tools::toolsets::describe(custom, &self.members())
+    }
+
+    /// Each tool's toolset and whether its requirements are met under `config`.
+    pub fn statuses(&self, config: &Config) -> Vec<ToolStatus> {
+        self.tools
+            .iter()
+            .map(|(name, tool)| ToolStatus {
+                name: name.clone(),
+                toolset: tool.toolset().to_string(),
+                available: tool.check_available(config),
+            })
+            .collect()
+    }
+
     /// The subset of these tools in the enabled toolsets whose requirements are met (sessions
     /// pick theirs from the registry `Services` discovered once).
     pub fn select(&self, config: &Config, toolsets: &[String]) -> Result<Self, ToolsetError> {
-        let wanted = crate::tools::toolsets::resolve(toolsets, &config.custom_toolsets)?;
+        let wanted = self.resolve_toolsets(toolsets, &config.custom_toolsets)?;
         let mut tools = BTreeMap::new();
         for (name, tool) in &self.tools {
-            let (name, tool) = (*name, tool.clone());
             if !wanted.contains(name) {
                 continue;
             }
             match tool.check_available(config) {
                 Ok(()) => {
-                    tools.insert(name, tool);
+                    tools.insert(name.clone(), tool.clone());
                 }
-                Err(reason) => tracing::info!(tool = name, %reason, "tool not offered"),
+                Err(reason) => tracing::info!(tool = %name, %reason, "tool not offered"),
             }
         }
         Ok(ToolRegistry { tools })
@@ -318,8 +448,8 @@ impl ToolRegistry {
         self.tools.retain(|name, _| keep(name));
     }
 
-    pub fn names(&self) -> Vec<&'static str> {
-        self.tools.keys().copied().collect()
+    pub fn names(&self) -> Vec<&str> {
+        self.tools.keys().map(String::as_str).collect()
     }
 
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
@@ -466,105 +596,5 @@ pub enum ToolsetError {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::tools::test_support;
-
-    #[derive(serde::Deserialize, schemars::JsonSchema)]
-    struct HugeArgs {
-        /// How many characters to return.
-        size: usize,
-    }
-
-    struct Huge;
-
-    impl TypedTool for Huge {
-        type Args = HugeArgs;
-        const NAME: &'static str = "huge";
-        const TOOLSET: &'static str = "test";
-        const DESCRIPTION: &'static str = "returns a long text";
-        async fn run(&self, args: HugeArgs, _ctx: &ToolContext) -> Result<String, ToolError> {
-            Ok("x".repeat(args.size))
-        }
-    }
-
-    fn registry_with_huge() -> ToolRegistry {
-        let mut tools: BTreeMap<&'static str, Arc<dyn Tool>> = BTreeMap::new();
-        tools.insert("huge", Arc::new(Huge));
-        ToolRegistry { tools }
-    }
-
-    fn call(args: &str) -> ToolCall {
-        ToolCall {
-            id: "call/../7".into(),
-            name: "huge".into(),
-            arguments: args.into(),
-        }
-    }
-
-    #[tokio::test]
-    async fn oversized_results_are_spilled_with_a_preview() {
-        let env = test_support::env();
-        let out = registry_with_huge()
-            .dispatch(&call(r#"{"size": 150000}"#), &env.ctx)
-            .await;
-        assert!(!out.is_error);
-        assert!(
-            out.content.starts_with("<persisted-output>"),
-            "{}",
-            &out.content[..200]
-        );
-        assert!(out.content.len() < 3_000);
-        // The id is sanitised: the file stays inside the cache directory.
-        let dir = env.ctx.config.home.tool_results_dir();
-        let spilled = dir.join("call____7.txt");
-        assert!(
-            out.content.contains(&spilled.display().to_string()),
-            "{}",
-            out.content
-        );
-        assert_eq!(std::fs::read_to_string(&spilled).unwrap().len(), 150_000);
-    }
-
-    #[tokio::test]
-    async fn results_under_the_cap_are_untouched() {
-        let env = test_support::env();
-        let out = registry_with_huge()
-            .dispatch(&call(r#"{"size": 100000}"#), &env.ctx)
-            .await;
-        assert_eq!(out.content.len(), MAX_RESULT_CHARS);
-    }
-
-    #[tokio::test]
-    async fn bad_arguments_and_unknown_tools_become_error_results() {
-        let env = test_support::env();
-        let reg = registry_with_huge();
-        let out = reg.dispatch(&call(r#"{"size": "lots"}"#), &env.ctx).await;
-        assert!(
-            out.is_error && out.content.contains("invalid arguments for huge"),
-            "{}",
-            out.content
-        );
-        let mut unknown = call("{}");
-        unknown.name = "nope".into();
-        let out = reg.dispatch(&unknown, &env.ctx).await;
-        assert!(out.is_error && out.content.contains("unknown tool `nope`"));
-    }
-
-    #[test]
-    fn schemas_are_compact_and_sorted() {
-        let reg = ToolRegistry::discover();
-        let schemas = reg.schemas();
-        let names: Vec<&str> = schemas.iter().map(|s| s.name.as_str()).collect();
-        let mut sorted = names.clone();
-        sorted.sort_unstable();
-        assert_eq!(names, sorted);
-        for s in reg.schemas() {
-            let text = s.parameters.to_string();
-            assert!(
-                !text.contains("$schema") && !text.contains("\"title\""),
-                "{text}"
-            );
-        }
-    }
-}
+#[path = "registry_tests.rs"]
+mod tests;

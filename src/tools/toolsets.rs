@@ -1,73 +1,69 @@
-//! Toolsets as data: name → tools + included toolsets, resolved recursively with cycle detection.
+//! Toolsets as data: the built-in table (name, description, included toolsets) and their
+//! resolution, recursive with cycle detection. Membership is not listed here: a tool joins a
+//! toolset by naming it (`TypedTool::TOOLSET`, or `Tool::toolset()` for a tool registered at run
+//! time), and a toolset no table describes (`mcp-<server>`, `test`) exists while it has tools.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::config::ToolsetDef;
 use crate::tools::registry::ToolsetError;
 
-/// A built-in toolset.
+/// A built-in toolset: what it is for and which toolsets it includes. Its own tools are the
+/// registered tools whose toolset has this name.
 pub struct ToolsetSpec {
     pub name: &'static str,
     pub description: &'static str,
-    pub tools: &'static [&'static str],
     pub includes: &'static [&'static str],
 }
 
-/// Names and members follow Python Hermes (reference §6.4); tools that are not built yet are
-/// simply absent from the registry.
+/// Toolset name → registered tool names (`ToolRegistry::members`).
+pub type Members = BTreeMap<String, BTreeSet<String>>;
+
+/// Names follow Python Hermes (reference §6.4).
 pub const BUILTIN: &[ToolsetSpec] = &[
     ToolsetSpec {
         name: "file",
         description: "read, write, patch and search files",
-        tools: &["read_file", "write_file", "patch", "search_files"],
         includes: &[],
     },
     ToolsetSpec {
         name: "terminal",
         description: "run shell commands",
-        tools: &["terminal", "process"],
         includes: &[],
     },
     ToolsetSpec {
         name: "todo",
         description: "a task list for the current session",
-        tools: &["todo"],
         includes: &[],
     },
     ToolsetSpec {
         name: "skills",
         description: "list, view and manage skills",
-        tools: &["skills_list", "skill_view", "skill_manage"],
         includes: &[],
     },
     ToolsetSpec {
         name: "memory",
         description: "persistent notes about the user and environment",
-        tools: &["memory"],
         includes: &[],
     },
     ToolsetSpec {
         name: "session_search",
         description: "search past conversations",
-        tools: &["session_search"],
         includes: &[],
     },
     ToolsetSpec {
         name: "delegation",
         description: "hand tasks to child agents",
-        tools: &["delegate_task"],
         includes: &[],
     },
     ToolsetSpec {
         name: "debugging",
         description: "terminal plus files",
-        tools: &[],
         includes: &["terminal", "file"],
     },
     ToolsetSpec {
         name: "hermes-cli",
         description: "everything the interactive CLI offers",
-        tools: &[],
         includes: &[
             "file",
             "terminal",
@@ -80,23 +76,106 @@ pub const BUILTIN: &[ToolsetSpec] = &[
     },
 ];
 
-fn known_names(custom: &BTreeMap<String, ToolsetDef>) -> String {
-    let mut names: Vec<&str> = BUILTIN.iter().map(|s| s.name).collect();
+/// Where a toolset's definition comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolsetOrigin {
+    /// The built-in table above.
+    Builtin,
+    /// `custom_toolsets:` in config.yaml (may shadow a built-in one).
+    Custom,
+    /// Only the registered tools that name it (a runtime toolset such as `mcp-<server>`).
+    Registered,
+}
+
+/// One toolset as `hermes tools` shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolsetInfo {
+    pub name: String,
+    pub description: String,
+    /// Its own tools (not those of included toolsets), sorted.
+    pub tools: Vec<String>,
+    pub includes: Vec<String>,
+    pub origin: ToolsetOrigin,
+}
+
+/// Every toolset known under `custom` and the registered tools, sorted by name.
+pub fn describe(custom: &BTreeMap<String, ToolsetDef>, members: &Members) -> Vec<ToolsetInfo> {
+    let mut out: BTreeMap<String, ToolsetInfo> = BTreeMap::new();
+    let own = |name: &str| -> Vec<String> {
+        members
+            .get(name)
+            .map(|m| m.iter().cloned().collect())
+            .unwrap_or_default()
+    };
+    for (name, tools) in members {
+        out.insert(
+            name.clone(),
+            ToolsetInfo {
+                name: name.clone(),
+                description: String::new(),
+                tools: tools.iter().cloned().collect(),
+                includes: Vec::new(),
+                origin: ToolsetOrigin::Registered,
+            },
+        );
+    }
+    for spec in BUILTIN {
+        out.insert(
+            spec.name.to_string(),
+            ToolsetInfo {
+                name: spec.name.to_string(),
+                description: spec.description.to_string(),
+                tools: own(spec.name),
+                includes: spec.includes.iter().map(|s| s.to_string()).collect(),
+                origin: ToolsetOrigin::Builtin,
+            },
+        );
+    }
+    for (name, def) in custom {
+        out.insert(
+            name.clone(),
+            ToolsetInfo {
+                name: name.clone(),
+                description: def.description.clone(),
+                tools: def.tools.clone(),
+                includes: def.includes.clone(),
+                origin: ToolsetOrigin::Custom,
+            },
+        );
+    }
+    out.into_values().collect()
+}
+
+fn known_names(custom: &BTreeMap<String, ToolsetDef>, members: &Members) -> String {
+    let mut names: BTreeSet<&str> = BUILTIN.iter().map(|s| s.name).collect();
     names.extend(custom.keys().map(String::as_str));
+    names.extend(members.keys().map(String::as_str));
+    let mut names: Vec<&str> = names.into_iter().collect();
     names.push("all");
     names.join(", ")
 }
 
-/// Resolves toolset names (built-in or from `custom_toolsets`) to the set of tool names.
-/// `all` / `*` select every tool. A custom toolset may shadow a built-in one.
+/// Resolves toolset names against the tools linked into the binary (for callers that hold no
+/// registry; a session resolves against its process's registry, runtime tools included).
 pub fn resolve(
     names: &[String],
     custom: &BTreeMap<String, ToolsetDef>,
 ) -> Result<BTreeSet<String>, ToolsetError> {
+    crate::tools::ToolRegistry::discover().resolve_toolsets(names, custom)
+}
+
+/// Resolves toolset names (built-in, from `custom_toolsets`, or named by registered tools) to
+/// the set of tool names. `all` / `*` select every registered tool. A custom toolset may shadow
+/// a built-in one.
+pub fn resolve_in(
+    names: &[String],
+    custom: &BTreeMap<String, ToolsetDef>,
+    members: &Members,
+) -> Result<BTreeSet<String>, ToolsetError> {
     let mut out = BTreeSet::new();
     for name in names {
         let mut stack = Vec::new();
-        visit(name.trim(), custom, &mut stack, &mut out)?;
+        visit(name.trim(), custom, members, &mut stack, &mut out)?;
     }
     Ok(out)
 }
@@ -104,13 +183,12 @@ pub fn resolve(
 fn visit(
     name: &str,
     custom: &BTreeMap<String, ToolsetDef>,
+    members: &Members,
     stack: &mut Vec<String>,
     out: &mut BTreeSet<String>,
 ) -> Result<(), ToolsetError> {
     if name == "all" || name == "*" {
-        for reg in inventory::iter::<crate::tools::registry::ToolRegistration> {
-            out.insert((reg.factory)().name().to_string());
-        }
+        out.extend(members.values().flatten().cloned());
         return Ok(());
     }
     if stack.iter().any(|s| s == name) {
@@ -121,15 +199,20 @@ fn visit(
     if let Some(def) = custom.get(name) {
         out.extend(def.tools.iter().cloned());
         for inc in &def.includes {
-            visit(inc, custom, stack, out)?;
+            visit(inc, custom, members, stack, out)?;
         }
     } else if let Some(spec) = BUILTIN.iter().find(|s| s.name == name) {
-        out.extend(spec.tools.iter().map(|t| t.to_string()));
+        out.extend(members.get(name).into_iter().flatten().cloned());
         for inc in spec.includes {
-            visit(inc, custom, stack, out)?;
+            visit(inc, custom, members, stack, out)?;
         }
+    } else if let Some(tools) = members.get(name) {
+        out.extend(tools.iter().cloned());
     } else {
-        return Err(ToolsetError::Unknown(name.to_string(), known_names(custom)));
+        return Err(ToolsetError::Unknown(
+            name.to_string(),
+            known_names(custom, members),
+        ));
     }
     stack.pop();
     Ok(())
@@ -138,6 +221,31 @@ fn visit(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn members() -> Members {
+        crate::tools::ToolRegistry::discover().members()
+    }
+
+    #[test]
+    fn membership_comes_from_the_tools_and_registered_toolsets_resolve() {
+        let mut m = members();
+        assert!(m["file"].contains("read_file"));
+        m.entry("mcp-x".into())
+            .or_default()
+            .insert("mcp_x_a".into());
+        let set = resolve_in(&["mcp-x".into()], &BTreeMap::new(), &m).unwrap();
+        assert_eq!(set.into_iter().collect::<Vec<_>>(), ["mcp_x_a"]);
+        let all = resolve_in(&["all".into()], &BTreeMap::new(), &m).unwrap();
+        assert!(all.contains("mcp_x_a") && all.contains("terminal"));
+        let info = describe(&BTreeMap::new(), &m);
+        let x = info.iter().find(|t| t.name == "mcp-x").unwrap();
+        assert_eq!(x.origin, ToolsetOrigin::Registered);
+        let file = info.iter().find(|t| t.name == "file").unwrap();
+        assert_eq!(file.origin, ToolsetOrigin::Builtin);
+        assert!(file.tools.contains(&"patch".to_string()) && !file.description.is_empty());
+        let err = resolve_in(&["nope".into()], &BTreeMap::new(), &m).unwrap_err();
+        assert!(err.to_string().contains("mcp-x"), "{err}");
+    }
 
     fn def(tools: &[&str], includes: &[&str]) -> ToolsetDef {
         ToolsetDef {
