@@ -16,12 +16,15 @@ mod keys;
 pub mod mcp;
 pub mod memory;
 pub mod model_limits;
+pub mod profiles;
 mod python_keys;
 pub mod security;
 pub mod skills;
 pub mod terminal;
+pub mod yaml_edit;
 
 pub use home::HermesHome;
+pub use keys::closest as closest_key;
 pub use security::SecurityConfig;
 
 use serde::Deserialize;
@@ -258,6 +261,26 @@ impl Config {
     /// in document order). Empty for a file without any.
     pub fn unsupported_keys(&self) -> &[String] {
         &self.unsupported
+    }
+
+    /// Tools switched off by `agent.disabled_toolsets` (Python Hermes' key; toolsets resolved
+    /// through `registry`) and `agent.disabled_tools` (ours): `hermes tools disable`.
+    pub fn disabled_tools(
+        &self,
+        registry: &crate::tools::ToolRegistry,
+    ) -> std::collections::BTreeSet<String> {
+        let agent = &self.file.agent;
+        let mut out: std::collections::BTreeSet<String> =
+            agent.disabled_tools.iter().flatten().cloned().collect();
+        for set in agent.disabled_toolsets.iter().flatten() {
+            match registry.resolve_toolsets(std::slice::from_ref(set), &self.custom_toolsets) {
+                Ok(tools) => out.extend(tools),
+                Err(e) => {
+                    tracing::warn!(toolset = %set, error = %e, "agent.disabled_toolsets names an unknown toolset")
+                }
+            }
+        }
+        out
     }
 
     /// The one warning line for `unsupported_keys`, if there are any.

@@ -4,6 +4,7 @@
 pub mod args;
 pub mod checkpoints_cmd;
 pub mod completion_cmd;
+pub mod config_cmd;
 pub mod doctor;
 pub mod gateway_cmd;
 pub mod insights_cmd;
@@ -11,6 +12,7 @@ pub mod logs_cmd;
 pub mod memory_cmd;
 pub mod not_yet;
 pub mod oneshot;
+pub mod profile_cmd;
 pub mod render;
 pub mod repl;
 pub mod sessions_cmd;
@@ -19,6 +21,7 @@ pub mod setup;
 pub mod signals;
 pub mod skills_cmd;
 pub mod slash;
+pub mod tools_cmd;
 
 use std::sync::Arc;
 
@@ -76,7 +79,20 @@ impl CliError {
 
 /// Runs the parsed command line; returns the process exit code.
 pub fn run(cli: Cli) -> Result<u8, CliError> {
-    let config = setup::load_config()?;
+    // `config` and `profile` work on the files themselves, so they run even when config.yaml
+    // does not load (they are how it gets repaired).
+    let command = match cli.command {
+        Some(args::Command::Config { action }) => {
+            let home = crate::config::profiles::resolve_home(cli.profile.as_deref())?;
+            return config_cmd::run(&home, action);
+        }
+        Some(args::Command::Profile { action }) => {
+            let home = crate::config::profiles::resolve_home(cli.profile.as_deref())?;
+            return profile_cmd::run(&home, action);
+        }
+        other => other,
+    };
+    let config = setup::load_config(cli.profile.as_deref())?;
     setup::init_logging(&config);
     if let Some(warning) = config.unsupported_warning() {
         // Once per process, on stderr: `-z` keeps stdout for the answer alone.
@@ -92,7 +108,7 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
                 "cannot start hermes's worker threads ({e}): the system is out of threads or processes; try again when fewer programs run"
             ))
         })?;
-    match cli.command {
+    match command {
         Some(args::Command::Sessions { action }) => {
             let store = setup::open_store(&config)?;
             let redactor = crate::security::redact::Redactor::new(
@@ -111,6 +127,10 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
             gateway_cmd::send(&runtime, &config, &target, &text)
         }
         Some(args::Command::Checkpoints { action }) => checkpoints_cmd::run(&config, action),
+        Some(args::Command::Tools { action }) => tools_cmd::run(&config, action),
+        Some(args::Command::Config { .. } | args::Command::Profile { .. }) => Err(CliError::Setup(
+            "config and profile commands run before this point".into(),
+        )),
         Some(args::Command::Doctor { json }) => doctor::run(&config, json),
         Some(args::Command::Logs(logs)) => logs_cmd::run(&config, logs),
         Some(args::Command::Completion { shell }) => completion_cmd::run(shell),

@@ -104,6 +104,10 @@ pub struct AgentFile {
     pub stream_idle_timeout: Option<f64>,
     #[serde(deserialize_with = "num")]
     pub max_answer_mb: Option<f64>,
+    /// Toolsets the agent does not get (Python Hermes' key; `hermes tools disable`).
+    pub disabled_toolsets: Option<Vec<String>>,
+    /// Single tools the agent does not get (ours; `hermes tools disable NAME`).
+    pub disabled_tools: Option<Vec<String>>,
 }
 
 /// `approvals:`.

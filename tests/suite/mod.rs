@@ -13,6 +13,7 @@ pub mod cli_interrupt;
 pub mod cli_pipes;
 pub mod cli_repl;
 pub mod compaction;
+pub mod config_cmds;
 pub mod config_compat;
 pub mod containment;
 pub mod failover;
