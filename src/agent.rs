@@ -21,6 +21,7 @@ pub mod prompt;
 pub mod spend;
 pub mod started_calls;
 mod stream;
+mod title;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -540,6 +541,7 @@ impl Agent {
             let text = response.message.content.clone().unwrap_or_default();
             self.persist(response.message).await?;
             if calls.is_empty() {
+                self.title_after_exchange(&text).await;
                 turn.text = text;
                 self.notify_turn_end(&info, &turn);
                 return Ok(turn);

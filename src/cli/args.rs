@@ -193,6 +193,8 @@ pub enum SessionsCommand {
         #[arg(short = 'o', long)]
         output: Option<std::path::PathBuf>,
     },
+    /// Set a session's title (an empty title clears it); `-r TITLE` resumes by it.
+    Rename { id: String, title: Vec<String> },
     /// Delete a session and its messages.
     Delete {
         id: String,

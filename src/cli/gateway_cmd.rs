@@ -107,13 +107,13 @@ fn status(config: &Config, json: bool) -> Result<u8, CliError> {
                 .get(k)
                 .map(|v| v.to_string().trim_matches('"').to_string())
         };
+        let status = field("status").unwrap_or_else(|| "unknown".into());
+        // A stopped platform's process is gone by design; say so only when it claims to run.
+        let dead = entry.get("process_alive").and_then(|v| v.as_bool()) == Some(false)
+            && !status.starts_with("stopped");
         println!(
-            "{name}: {}{}",
-            field("status").unwrap_or_else(|| "unknown".into()),
-            match entry.get("process_alive").and_then(|v| v.as_bool()) {
-                Some(false) => " (process not running)",
-                _ => "",
-            }
+            "{name}: {status}{}",
+            if dead { " (process not running)" } else { "" }
         );
         if let Some(s) = field("seconds_since_last_ok") {
             println!("  last successful poll: {s}s ago");

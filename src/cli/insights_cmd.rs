@@ -4,24 +4,45 @@
 use crate::cli::{CliError, exit};
 use crate::sessions::{Insights, SessionStore};
 
-pub fn run(store: &SessionStore, days: u32, json: bool) -> Result<u8, CliError> {
+/// Whether `budget.prices` names any model: without it every spend figure would be a
+/// meaningless $0.
+pub fn prices_configured(config: &crate::config::Config) -> bool {
+    config.raw["budget"]["prices"]
+        .as_object()
+        .is_some_and(|m| !m.is_empty())
+}
+
+pub fn run(store: &SessionStore, priced: bool, days: u32, json: bool) -> Result<u8, CliError> {
     let now = chrono::Utc::now().timestamp() as f64;
     let since = now - f64::from(days) * 86_400.0;
     let insights = store.insights(since)?;
     if json {
-        let text = serde_json::to_string(&insights)
+        let mut value = serde_json::to_value(&insights)
             .map_err(|e| CliError::Setup(format!("cannot encode insights: {e}")))?;
-        println!("{text}");
+        value["prices_configured"] = serde_json::Value::Bool(priced);
+        println!("{value}");
     } else {
-        print!("{}", render(&insights, days));
+        print!("{}", render(&insights, priced, days));
     }
     Ok(exit::OK)
 }
 
-fn render(i: &Insights, days: u32) -> String {
+fn render(i: &Insights, priced: bool, days: u32) -> String {
+    let money = |usd: f64| {
+        if priced {
+            format!("${usd:.4}")
+        } else {
+            "-".to_string()
+        }
+    };
+    let spend = if priced {
+        format!("estimated spend {}", money(i.estimated_cost_usd))
+    } else {
+        "spend not estimated: no prices are configured (budget.prices in config.yaml)".to_string()
+    };
     let mut out = format!(
         "Last {days} days: {} sessions · {} messages · {} tool calls · {} model calls\n\
-         tokens: {} in ({} from cache) · {} out · estimated spend ${:.4}\n",
+         tokens: {} in ({} from cache) · {} out · {spend}\n",
         i.sessions,
         i.messages,
         i.tool_calls,
@@ -29,7 +50,6 @@ fn render(i: &Insights, days: u32) -> String {
         i.input_tokens,
         i.cache_read_tokens,
         i.output_tokens,
-        i.estimated_cost_usd
     );
     if !i.by_model.is_empty() {
         out.push_str("\nby model:\n");
@@ -40,13 +60,13 @@ fn render(i: &Insights, days: u32) -> String {
                 &m.provider
             };
             out.push_str(&format!(
-                "  {:<32} {:<12} {:>6} calls  {:>10} in  {:>9} out  ${:.4}\n",
+                "  {:<32} {:<12} {:>6} calls  {:>10} in  {:>9} out  {}\n",
                 m.model,
                 provider,
                 m.api_calls,
                 m.input_tokens,
                 m.output_tokens,
-                m.estimated_cost_usd
+                money(m.estimated_cost_usd)
             ));
         }
     }
@@ -65,13 +85,13 @@ fn render(i: &Insights, days: u32) -> String {
         ));
         for c in &i.children {
             out.push_str(&format!(
-                "  {} (parent {})  {:>4} calls  {:>9} in  {:>8} out  ${:.4}\n",
+                "  {} (parent {})  {:>4} calls  {:>9} in  {:>8} out  {}\n",
                 c.session_id,
                 c.parent_session_id,
                 c.api_calls,
                 c.input_tokens,
                 c.output_tokens,
-                c.estimated_cost_usd
+                money(c.estimated_cost_usd)
             ));
         }
     }

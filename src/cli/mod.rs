@@ -136,7 +136,7 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Some(args::Command::Completion { shell }) => completion_cmd::run(shell),
         Some(args::Command::Insights { days, json }) => {
             let store = setup::open_store(&config)?;
-            insights_cmd::run(&store, days, json)
+            insights_cmd::run(&store, insights_cmd::prices_configured(&config), days, json)
         }
         Some(args::Command::Chat(chat)) => {
             let run = cli.run.overlaid(&chat.run);

@@ -48,6 +48,16 @@ pub async fn run(
         while let Some(event) = rx.recv().await {
             if show_progress && let Some(line) = lines.line_for(&event) {
                 eprintln!("{line}");
+            } else if style == Style::Bare
+                && let AgentEvent::Retrying {
+                    attempt,
+                    delay,
+                    message,
+                    ..
+                } = &event
+            {
+                // Waiting in silence looks like a hang: one line per retry, on stderr.
+                eprintln!("{}", retry_line(message, *attempt, *delay));
             }
         }
     });
@@ -91,4 +101,15 @@ pub async fn run(
             Ok(exit::OK)
         }
     }
+}
+
+/// `hermes: <what failed>; retrying in 0.5 s (attempt 2)` — the first line of the error only
+/// (its hint comes with the final error if every attempt fails).
+fn retry_line(message: &str, failed_attempt: u32, delay: std::time::Duration) -> String {
+    let what = message.lines().next().unwrap_or("the model call failed");
+    format!(
+        "hermes: {what}; retrying in {:.1} s (attempt {})",
+        delay.as_secs_f64(),
+        failed_attempt + 1
+    )
 }

@@ -290,6 +290,16 @@ impl Repl {
                     Err(e) => eprintln!("error: {e}"),
                 }
             }
+            SlashCommand::Title(text) => {
+                let (store, id) = (
+                    self.services.store.clone(),
+                    self.agent.session_id().to_string(),
+                );
+                let said = runtime.block_on(runtime.spawn_blocking(move || {
+                    crate::cli::sessions_cmd::slash_title(&store, &id, text.as_deref())
+                }));
+                println!("{}", said.unwrap_or_else(|e| format!("error: {e}")));
+            }
             SlashCommand::Quit => {}
             SlashCommand::Skills => crate::cli::skills_cmd::print_for_repl(&self.services.config),
             SlashCommand::Unknown(name) => {

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::cli::args::{ExportFormat, SessionsCommand};
 use crate::cli::{CliError, exit};
 use crate::llm::ToolCall;
-use crate::sessions::{SessionRow, SessionStore, StoredMessage};
+use crate::sessions::{SessionRow, SessionStore, SessionSummary, StoredMessage};
 
 /// `redactor` hides secrets in exports (sessions stored before redaction existed included).
 pub fn run(
@@ -18,27 +18,17 @@ pub fn run(
 ) -> Result<u8, CliError> {
     match action {
         SessionsCommand::List { json, limit } => {
-            let rows = store.list_sessions(limit)?;
-            if json {
-                let list: Vec<Value> = rows.iter().map(session_json).collect();
-                println!("{}", Value::Array(list));
-            } else if rows.is_empty() {
-                println!("no sessions yet");
-            } else {
-                println!(
-                    "{:<24} {:<8} {:>5}  {:<20} MODEL",
-                    "ID", "SOURCE", "MSGS", "STARTED"
-                );
-                for r in rows {
-                    println!(
-                        "{:<24} {:<8} {:>5}  {:<20} {}",
-                        r.id,
-                        r.source,
-                        r.message_count,
-                        format_time(r.started_at),
-                        r.model.as_deref().unwrap_or("-")
-                    );
-                }
+            let rows = store.list_summaries(limit)?;
+            ignore_broken_pipe(print_list(&rows, json))?;
+            Ok(exit::OK)
+        }
+        SessionsCommand::Rename { id, title } => {
+            let Some(row) = store.find_session(&id)? else {
+                return Err(not_found(&id));
+            };
+            match store.set_title(&row.id, &title.join(" "))? {
+                Some(t) => println!("session {} is now titled \"{t}\"", row.id),
+                None => println!("session {} has no title now", row.id),
             }
             Ok(exit::OK)
         }
@@ -92,7 +82,14 @@ pub fn run(
             let Some(row) = store.find_session(&id)? else {
                 return Err(not_found(&id));
             };
-            if !yes && std::io::stdin().is_terminal() {
+            if !yes && !std::io::stdin().is_terminal() {
+                // Nobody can answer the question: deleting anyway would be a silent loss.
+                return Err(CliError::Usage(format!(
+                    "not deleting session {} ({} messages) without confirmation: no terminal to ask on; add -y to delete it",
+                    row.id, row.message_count
+                )));
+            }
+            if !yes {
                 print!(
                     "Delete session {} ({} messages)? [y/N] ",
                     row.id, row.message_count
@@ -112,6 +109,78 @@ pub fn run(
                 Err(not_found(&id))
             }
         }
+    }
+}
+
+/// `/title` in the REPL: shows the title, or sets it (`text`); the line to print.
+pub fn slash_title(store: &SessionStore, session_id: &str, text: Option<&str>) -> String {
+    match text {
+        None => match store.session(session_id) {
+            Ok(Some(row)) => match row.title {
+                Some(t) => format!("title: {t}"),
+                None => "this session has no title yet; /title TEXT sets one".to_string(),
+            },
+            Ok(None) => "this session is not saved yet; the title is set after the first exchange"
+                .to_string(),
+            Err(e) => format!("error: {e}"),
+        },
+        Some(text) => match store.set_title(session_id, text) {
+            Ok(Some(t)) => format!("title set: {t}"),
+            Ok(None) => "title cleared".to_string(),
+            Err(e) => format!("error: {e}"),
+        },
+    }
+}
+
+/// A reader that went away (`hermes sessions list | head -1`) is not an error.
+fn ignore_broken_pipe(result: std::io::Result<()>) -> std::io::Result<()> {
+    match result {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
+}
+
+/// The table people read, or the lean `--json` list (no system prompts, no message bodies
+/// beyond the preview).
+fn print_list(rows: &[SessionSummary], json: bool) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        let text = serde_json::to_string(rows).map_err(std::io::Error::other)?;
+        writeln!(out, "{text}")?;
+        return out.flush();
+    }
+    if rows.is_empty() {
+        writeln!(out, "no sessions yet")?;
+        return out.flush();
+    }
+    writeln!(
+        out,
+        "{:<24} {:<32} {:>5}  {:<16}  PREVIEW",
+        "ID", "TITLE", "MSGS", "LAST ACTIVE"
+    )?;
+    for r in rows {
+        let title = r.title.as_deref().unwrap_or("-");
+        writeln!(
+            out,
+            "{:<24} {:<32} {:>5}  {:<16}  {}",
+            r.id,
+            clip(title, 32),
+            r.message_count,
+            format_time(r.last_active),
+            clip(r.preview.as_deref().unwrap_or("-"), 50),
+        )?;
+    }
+    out.flush()
+}
+
+fn clip(text: &str, width: usize) -> String {
+    if text.chars().count() > width {
+        format!(
+            "{}…",
+            crate::util::truncate_chars(text, width.saturating_sub(1))
+        )
+    } else {
+        text.to_string()
     }
 }
 

@@ -129,20 +129,22 @@ pub async fn open_agent(
     let continue_last = args.continue_last;
     let row = store
         .call(move |store| match (wanted, continue_last) {
-            (Some(id), _) => store.find_session(&id).map(|r| r.ok_or(id)),
-            (None, true) => store
-                .latest_session(&["cli"])
-                .map(|r| r.ok_or_else(|| "the most recent CLI session".to_string())),
+            (Some(id), _) => store.find_session(&id).map(|r| {
+                r.ok_or_else(|| {
+                    format!("no session matches `{id}`; `hermes sessions list` shows the ids")
+                })
+            }),
+            (None, true) => store.latest_session(&["cli"]).map(|r| {
+                r.ok_or_else(|| {
+                    "no previous CLI session to continue; start one with `hermes`".to_string()
+                })
+            }),
             (None, false) => Ok(Err(String::new())),
         })
         .await?;
     let agent = match row {
         Ok(session) => Agent::resume(services.clone(), client, session, options).await,
-        Err(missing) if !missing.is_empty() => {
-            return Err(CliError::NotFound(format!(
-                "no session matches `{missing}`; `hermes sessions list` shows the ids"
-            )));
-        }
+        Err(message) if !message.is_empty() => return Err(CliError::NotFound(message)),
         Err(_) => Agent::start(services.clone(), client, options).await,
     };
     agent.map_err(|e: AgentError| e.into())

@@ -21,6 +21,8 @@ pub enum SlashCommand {
     Rollback(Option<String>),
     /// `/compress [focus]` (alias `/compact`): fold earlier turns into a summary now.
     Compress(Option<String>),
+    /// `/title` shows the session's title; `/title TEXT` sets it.
+    Title(Option<String>),
     Quit,
     Unknown(String),
 }
@@ -49,6 +51,7 @@ pub const HELP: &[(&str, &str)] = &[
         "/compress [focus]",
         "summarise earlier turns now (originals stay searchable)",
     ),
+    ("/title [TEXT]", "show or set this session's title"),
     ("/quit, /exit", "leave (Ctrl-D works too)"),
 ];
 
@@ -72,6 +75,7 @@ pub fn parse(line: &str) -> Option<SlashCommand> {
         "undo" => SlashCommand::Undo,
         "rollback" => SlashCommand::Rollback(arg),
         "compress" | "compact" => SlashCommand::Compress(arg),
+        "title" => SlashCommand::Title(arg),
         "quit" | "exit" | "q" => SlashCommand::Quit,
         other => SlashCommand::Unknown(other.to_string()),
     })

@@ -176,6 +176,7 @@ pub async fn serve(
 ) -> Result<(), String> {
     options.source = "api_server".into();
     options.interactive = false;
+    let store = services.store.clone();
     let state = Arc::new(ApiState {
         max_concurrent: config.max_concurrent,
         services,
@@ -195,8 +196,29 @@ pub async fn serve(
         .await
         .map_err(|e| format!("API server cannot listen on {}: {e}", config.addr))?;
     tracing::info!(addr = %config.addr, "API server listening");
+    // `hermes gateway status` reads these (as it reads each polling platform's).
+    record_state(&store, &format!("listening on {}", config.addr), true).await;
     api_listener::serve(listener, app, config.limits, shutdown).await;
+    record_state(&store, "stopped", false).await;
     Ok(())
+}
+
+/// Records the API server's status (and this process's id while it runs) in `gateway_state`.
+async fn record_state(store: &Arc<crate::sessions::SessionStore>, status: &str, running: bool) {
+    let status = status.to_string();
+    let pid = running.then(|| std::process::id().to_string());
+    let result = store
+        .call(move |s| {
+            s.gateway_set_state("api_server.status", &status)?;
+            match pid {
+                Some(pid) => s.gateway_set_state("api_server.pid", &pid),
+                None => Ok(()),
+            }
+        })
+        .await;
+    if let Err(e) = result {
+        tracing::warn!(error = %e, "cannot record the API server's state");
+    }
 }
 
 fn error(status: StatusCode, kind: &str, message: &str) -> Response {

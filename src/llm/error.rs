@@ -73,6 +73,40 @@ pub struct LlmError {
     pub endpoint: String,
     /// True when some output was already streamed before the failure.
     pub partial: bool,
+    /// The connection was refused by a loopback address: nothing listens on that port (a local
+    /// server that is not running, or a wrong port), which waiting rarely fixes.
+    pub refused_locally: bool,
+}
+
+/// Whether `err` (any layer of it) is a refused TCP connection and `url`'s host is loopback.
+pub fn refused_on_loopback(err: &(dyn std::error::Error + 'static), url: &str) -> bool {
+    let mut current = Some(err);
+    let mut refused = false;
+    while let Some(e) = current {
+        if e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+        {
+            refused = true;
+            break;
+        }
+        current = e.source();
+    }
+    refused && is_loopback_url(url)
+}
+
+/// `http://127.0.0.1:8080/v1`, `http://localhost/…`, `http://[::1]:…` are loopback.
+fn is_loopback_url(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = match host_port.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host_port.split(':').next().unwrap_or(""),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 impl LlmError {
@@ -84,6 +118,7 @@ impl LlmError {
             retry_after: None,
             endpoint: String::new(),
             partial: false,
+            refused_locally: false,
         }
     }
 

@@ -19,6 +19,12 @@ pub const BASE_DELAY_ENV: &str = "HERMES_RETRY_BASE_DELAY_MS";
 /// Retries granted to rate limits and overload, whatever `agent.api_max_retries` says.
 const MIN_RATE_LIMIT_RETRIES: u32 = 5;
 
+/// A loopback address that refuses the connection has nothing listening (a wrong port, a local
+/// server not started): three attempts in all, a short wait between them, then the error — not
+/// seventeen seconds of backoff for a mistake the user has to fix.
+const REFUSED_LOCALLY_RETRIES: u32 = 2;
+const REFUSED_LOCALLY_DELAY: Duration = Duration::from_millis(500);
+
 /// How many attempts each failure reason gets and how long to wait between them.
 #[derive(Debug, Clone)]
 pub struct RetryPolicy {
@@ -72,6 +78,11 @@ impl RetryPolicy {
 
     /// `Some(delay)` to try again after `attempt` failed attempts (1-based), `None` to give up.
     pub fn next_delay(&self, error: &LlmError, attempt: u32) -> Option<Duration> {
+        if error.refused_locally {
+            let retries = self.retries_for(error.reason).min(REFUSED_LOCALLY_RETRIES);
+            return (attempt > 0 && attempt <= retries)
+                .then(|| self.backoff_step(attempt).min(REFUSED_LOCALLY_DELAY));
+        }
         if attempt == 0 || attempt > self.retries_for(error.reason) {
             return None;
         }
@@ -222,6 +233,33 @@ mod tests {
         let p = RetryPolicy::from_config(&config);
         assert!(p.next_delay(&err(FailoverReason::RateLimit), 8).is_some());
         assert!(p.next_delay(&err(FailoverReason::RateLimit), 9).is_none());
+    }
+
+    #[test]
+    fn refused_loopback_connection_gets_three_quick_attempts() {
+        let p = RetryPolicy::default();
+        let mut e = err(FailoverReason::Unknown);
+        e.refused_locally = true;
+        for attempt in 1..=2 {
+            let d = p.next_delay(&e, attempt).unwrap();
+            assert!(d <= REFUSED_LOCALLY_DELAY, "{d:?}");
+        }
+        assert_eq!(p.next_delay(&e, 3), None);
+        // A refused remote host keeps the ordinary patience.
+        assert!(p.next_delay(&err(FailoverReason::Unknown), 3).is_some());
+    }
+
+    #[test]
+    fn refused_is_recognised_on_loopback_only() {
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        let other = std::io::Error::from(std::io::ErrorKind::TimedOut);
+        use crate::llm::error::refused_on_loopback as r;
+        assert!(r(&refused, "http://127.0.0.1:9/v1"));
+        assert!(r(&refused, "http://localhost:8080/v1"));
+        assert!(r(&refused, "http://[::1]:8080/v1"));
+        assert!(!r(&refused, "https://api.openai.com/v1"));
+        assert!(!r(&refused, "http://10.0.0.5:8080/v1"));
+        assert!(!r(&other, "http://127.0.0.1:9/v1"));
     }
 
     #[test]

@@ -3,9 +3,10 @@
 pub mod schema;
 pub mod search;
 pub mod store;
+pub mod title;
 
 pub use search::SearchHit;
 pub use store::{
-    Insights, ModelUsage, NewSession, SessionRow, SessionStore, StoreError, StoredMessage,
-    new_session_id,
+    Insights, ModelUsage, NewSession, SessionRow, SessionStore, SessionSummary, StoreError,
+    StoredMessage, new_session_id,
 };

@@ -12,10 +12,12 @@ mod compact;
 mod error;
 mod gateway;
 mod ledger;
+mod listing;
 mod queue;
 mod rows;
 #[cfg(test)]
 mod tests;
+mod titles;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -32,9 +34,10 @@ pub use compact::CompressionFailure;
 pub use error::StoreError;
 use error::{classify, is_foreign_key_error};
 pub use ledger::{ChildUsage, Insights, ModelUsage};
+pub use listing::SessionSummary;
 
 /// Sources whose sessions are internal (delegated children, tool runs) and hidden from browsing.
-pub(crate) const HIDDEN_SOURCES: [&str; 2] = ["subagent", "tool"];
+pub const HIDDEN_SOURCES: [&str; 2] = ["subagent", "tool"];
 
 /// How long to wait for another process's lock when the caller does not say.
 const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);

@@ -65,9 +65,11 @@ fn patch_file(path: &FilePath, args: &PatchArgs) -> Result<String, ToolError> {
             "{shown} is not valid UTF-8 text; patch cannot edit it safely (use the terminal tool, e.g. sed, or rewrite it with write_file)"
         )));
     };
-    let new_string = match_line_endings(&content, &args.new_string);
+    let new_string = patch_match::match_line_endings(&content, &args.new_string);
 
-    let Some(found) = patch_match::find(&content, &args.old_string, &new_string) else {
+    let found = patch_match::find(&content, &args.old_string, &new_string)
+        .or_else(|| patch_match::find_escaped(&content, &args.old_string, &args.new_string));
+    let Some(found) = found else {
         return Err(ToolError::Respond(not_found_message(
             &content,
             shown,
@@ -110,17 +112,6 @@ fn patch_file(path: &FilePath, args: &PatchArgs) -> Result<String, ToolError> {
     );
     out.push_str(&diff_summary(&content, &spans));
     Ok(out)
-}
-
-/// Uses CRLF in the new text when the file is CRLF and the model wrote bare `\n`.
-fn match_line_endings(content: &str, new: &str) -> String {
-    let crlf = content.matches("\r\n").count();
-    let lf = content.matches('\n').count();
-    if crlf > 0 && crlf * 2 > lf && !new.contains('\r') {
-        new.replace('\n', "\r\n")
-    } else {
-        new.to_string()
-    }
 }
 
 fn apply(content: &str, spans: &[Span]) -> String {
@@ -387,5 +378,105 @@ mod tests {
             std::fs::read_to_string(&p).unwrap(),
             "one\r\n2a\r\n2b\r\nthree\r\n"
         );
+    }
+}
+
+/// The indentation cases from issue 14: a tolerant match keeps the file's own indentation.
+#[cfg(test)]
+mod indent_tests {
+    use crate::tools::test_support::env;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn two_space_model_block_lands_on_four_space_python_levels() {
+        let t = env();
+        let file = "def main(items):\n    total = 0\n    for item in items:\n        total += item\n    return total\n";
+        let p = t.write("m.py", file);
+        let out = t
+            .ok(
+                "patch",
+                json!({
+                    "path": "m.py",
+                    "old_string": "  for item in items:\n    total += item",
+                    "new_string": "  for item in items:\n    if item > 0:\n      total += item",
+                }),
+            )
+            .await;
+        assert!(out.contains("indentation adapted"), "{out}");
+        assert_eq!(
+            std::fs::read_to_string(&p).unwrap(),
+            "def main(items):\n    total = 0\n    for item in items:\n        if item > 0:\n            total += item\n    return total\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn copied_from_first_word_keeps_the_rest_as_written() {
+        let t = env();
+        let file = "class A:\n    def f(self):\n        return 1\n";
+        let p = t.write("a.py", file);
+        t.ok(
+            "patch",
+            json!({
+                "path": "a.py",
+                "old_string": "def f(self):\n        return 1",
+                "new_string": "def f(self):\n        return 2\n\n    def g(self):\n        return 3",
+            }),
+        )
+        .await;
+        assert_eq!(
+            std::fs::read_to_string(&p).unwrap(),
+            "class A:\n    def f(self):\n        return 2\n\n    def g(self):\n        return 3\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn makefile_recipes_stay_tabs() {
+        let t = env();
+        let p = t.write(
+            "Makefile",
+            "all: app\n\napp: main.c\n\tcc -o app main.c\n\t@echo built\n",
+        );
+        t.ok(
+            "patch",
+            json!({
+                "path": "Makefile",
+                "old_string": "app: main.c\n    cc -o app main.c",
+                "new_string": "app: main.c util.c\n    cc -O2 -o app main.c util.c\n    strip app",
+            }),
+        )
+        .await;
+        assert_eq!(
+            std::fs::read_to_string(&p).unwrap(),
+            "all: app\n\napp: main.c util.c\n\tcc -O2 -o app main.c util.c\n\tstrip app\n\t@echo built\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn escaped_newlines_in_old_string_match_real_ones() {
+        let t = env();
+        let p = t.write("s.py", "def f():\n    return 1\n\nprint(f())\n");
+        let out = t
+            .ok(
+                "patch",
+                json!({
+                    "path": "s.py",
+                    "old_string": "def f():\\n    return 1",
+                    "new_string": "def f():\\n    return 2",
+                }),
+            )
+            .await;
+        assert!(out.contains("as newlines"), "{out}");
+        assert_eq!(
+            std::fs::read_to_string(&p).unwrap(),
+            "def f():\n    return 2\n\nprint(f())\n"
+        );
+        // A literal backslash-n that is in the file is matched as written, not unescaped.
+        let p = t.write("c.py", "print(\"a\\nb\")\n");
+        t.ok(
+            "patch",
+            json!({"path": "c.py", "old_string": "\"a\\nb\"", "new_string": "\"a\\nc\""}),
+        )
+        .await;
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "print(\"a\\nc\")\n");
     }
 }

@@ -10,6 +10,7 @@ pub mod file_path;
 pub mod file_read;
 pub mod file_write;
 pub mod memory;
+pub mod patch_indent;
 pub mod patch_match;
 pub mod proc_output;
 pub mod registry;

@@ -8,6 +8,7 @@
 //! When nothing matches, [`nearest`] finds the most similar window of lines to show the model.
 
 use crate::tools::file_common::{bigrams, dice};
+use crate::tools::patch_indent::IndentMap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Strategy {
@@ -16,6 +17,8 @@ pub enum Strategy {
     Lines,
     /// Words separated by any whitespace.
     Words,
+    /// `old_string` written with `\n`/`\t` escapes where the file has real newlines/tabs.
+    Escaped,
 }
 
 impl Strategy {
@@ -26,6 +29,9 @@ impl Strategy {
                 "matched ignoring whitespace differences; indentation adapted to the file"
             }
             Strategy::Words => "matched ignoring whitespace differences",
+            Strategy::Escaped => {
+                "matched after reading \\n and \\t in old_string as newlines and tabs"
+            }
         }
     }
 }
@@ -78,6 +84,59 @@ pub fn find(content: &str, old: &str, new: &str) -> Option<Found> {
     None
 }
 
+/// The last resort, after [`find`]: `old` holds `\n`, `\t` or `\r` escapes (the model
+/// serialized newlines twice) and matches once they are read as the characters. `new` is read
+/// the same way when it has no real newline either (it was serialized like `old`); otherwise it
+/// is taken as written. Exact and whole-line matching only: escapes plus loose words would be
+/// too loose.
+pub fn find_escaped(content: &str, old: &str, new: &str) -> Option<Found> {
+    let unescaped_old = unescape(old);
+    if unescaped_old == old {
+        return None;
+    }
+    let new = if new.contains('\n') {
+        new.to_string()
+    } else {
+        unescape(new)
+    };
+    let new = match_line_endings(content, &new);
+    let spans: Vec<Span> = content
+        .match_indices(&unescaped_old)
+        .map(|(i, m)| Span {
+            start: i,
+            end: i + m.len(),
+            replacement: new.clone(),
+        })
+        .collect();
+    let spans = if spans.is_empty() {
+        find_lines(content, &unescaped_old, &new)
+    } else {
+        spans
+    };
+    (!spans.is_empty()).then_some(Found {
+        strategy: Strategy::Escaped,
+        spans,
+    })
+}
+
+fn unescape(text: &str) -> String {
+    text.replace("\\r\\n", "\n")
+        .replace("\\n", "\n")
+        .replace("\\t", "\t")
+        .replace("\\r", "\r")
+}
+
+/// Uses CRLF in the new text when the file is CRLF and the model wrote bare `\n`.
+pub fn match_line_endings(content: &str, new: &str) -> String {
+    let crlf = content.matches("\r\n").count();
+    let lf = content.matches('\n').count();
+    if crlf > 0 && crlf * 2 > lf && !new.contains('\r') {
+        new.replace('\n', "\r\n")
+    } else {
+        new.to_string()
+    }
+}
+
 /// Keeps the first of any overlapping spans (for replace_all).
 pub fn non_overlapping(spans: Vec<Span>) -> Vec<Span> {
     let mut out: Vec<Span> = Vec::with_capacity(spans.len());
@@ -100,10 +159,6 @@ pub fn line_of(content: &str, offset: usize) -> usize {
 
 fn normalize(line: &str) -> String {
     line.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-fn leading_ws(line: &str) -> &str {
-    &line[..line.len() - line.trim_start().len()]
 }
 
 /// A line of the file: byte range without its line ending, and whether that ending is CRLF.
@@ -186,21 +241,18 @@ fn find_lines(content: &str, old: &str, new: &str) -> Vec<Span> {
             let last = &lines[i + k - 1];
             // How each indentation the model used maps to the file's, learned from the pairs of
             // lines that matched (e.g. 4 spaces -> 2 tabs).
-            let mut indents: Vec<(&str, &str)> = Vec::new();
-            for (j, old_line) in old_lines.iter().enumerate() {
-                let file_line = &lines[i + j];
-                if old_line.trim().is_empty() {
-                    continue;
-                }
-                let from = leading_ws(old_line);
-                if indents.iter().all(|(f, _)| *f != from) {
-                    indents.push((from, leading_ws(&content[file_line.start..file_line.end])));
-                }
-            }
+            let matched: Vec<(&str, &str)> = old_lines
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty())
+                .map(|(j, l)| (*l, &content[lines[i + j].start..lines[i + j].end]))
+                .collect();
+            let indents = IndentMap::learn(&matched, new_lines, content);
             let eol = if first.crlf { "\r\n" } else { "\n" };
             let replacement = new_lines
                 .iter()
-                .map(|l| reindent(l, &indents))
+                .enumerate()
+                .map(|(j, l)| indents.apply(j, l))
                 .collect::<Vec<_>>()
                 .join(eol);
             // Deleting whole lines removes their line endings too, not just their text.
@@ -217,22 +269,6 @@ fn find_lines(content: &str, old: &str, new: &str) -> Vec<Span> {
         }
     }
     spans
-}
-
-/// Moves a line from the model's indentation to the file's: the longest known model indentation
-/// that prefixes the line is swapped for its file counterpart; deeper extra indentation is kept.
-fn reindent(line: &str, indents: &[(&str, &str)]) -> String {
-    if line.trim().is_empty() {
-        return String::new();
-    }
-    let best = indents
-        .iter()
-        .filter(|(from, _)| line.starts_with(from))
-        .max_by_key(|(from, _)| from.len());
-    match best {
-        Some((from, to)) => format!("{to}{}", &line[from.len()..]),
-        None => line.to_string(),
-    }
 }
 
 fn find_words(content: &str, old: &str, new: &str) -> Vec<Span> {
@@ -254,7 +290,7 @@ fn find_words(content: &str, old: &str, new: &str) -> Vec<Span> {
     };
     // The match starts at the first word and ends at the last, so drop the whitespace the old
     // text had around them from the new text as well.
-    let old_lead = leading_ws(old);
+    let old_lead = &old[..old.len() - old.trim_start().len()];
     let old_trail = &old[old.trim_end().len()..];
     let core = new.strip_prefix(old_lead).unwrap_or(new);
     let core = core.strip_suffix(old_trail).unwrap_or(core);

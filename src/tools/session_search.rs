@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::sessions::search::{self, DiscoverOptions};
 use crate::tools::registry::{ToolContext, ToolError, TypedTool};
 
-mod summary;
+pub mod summary;
 
 /// Roles a `role_filter` may name.
 const ROLES: [&str; 4] = ["user", "assistant", "tool", "system"];

@@ -102,7 +102,30 @@ fn answers_json_and_sse_keeps_the_conversation_and_rejects_wrong_keys() {
     // Same `user` → same session: the model saw the first exchange in the history.
     let second = &gw.llm.requests()[1];
     assert!(second.to_string().contains("hello from api"), "{second}");
+
+    // An API-server-only gateway is running, and `gateway status` says so.
+    let status = gw
+        .env
+        .bare_cmd()
+        .args(["gateway", "status"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(!text.contains("has not run yet"), "{text}");
+    assert!(
+        text.contains("api_server: listening on 127.0.0.1:"),
+        "{text}"
+    );
+    assert!(!text.contains("process not running"), "{text}");
     assert!(gw.stop().success());
+    let status = gw
+        .env
+        .bare_cmd()
+        .args(["gateway", "status"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(text.contains("api_server: stopped"), "{text}");
 }
 
 #[test]

@@ -129,10 +129,12 @@ pub(super) fn transport_error(err: &reqwest::Error, url: &str) -> LlmError {
             format!("timed out talking to {url}: {cause}"),
         )
     } else if err.is_connect() {
-        LlmError::new(
+        let mut e = LlmError::new(
             FailoverReason::Unknown,
             format!("cannot connect to {url}: {cause} — is the server running and the URL right?"),
-        )
+        );
+        e.refused_locally = crate::llm::error::refused_on_loopback(err, url);
+        e
     } else if err.is_builder() {
         LlmError::new(
             FailoverReason::FormatError,

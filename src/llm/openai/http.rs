@@ -38,7 +38,11 @@ pub(super) enum HttpFailure {
     #[error("expected an event stream but the server answered with JSON")]
     NotEventStream { body: String },
     #[error("{detail}")]
-    Transport { detail: String, timeout: bool },
+    Transport {
+        detail: String,
+        timeout: bool,
+        refused_locally: bool,
+    },
 }
 
 /// async-openai configuration without its environment fallbacks (`OPENAI_API_KEY`,
@@ -195,10 +199,12 @@ async fn read_body(response: reqwest::Response) -> String {
 
 fn transport_failure(err: &reqwest::Error, url: &str) -> HttpFailure {
     let cause = root_cause(err);
+    let refused_locally = crate::llm::error::refused_on_loopback(err, url);
     if err.is_timeout() {
         HttpFailure::Transport {
             detail: format!("timed out talking to {url}: {cause}"),
             timeout: true,
+            refused_locally,
         }
     } else if err.is_connect() {
         HttpFailure::Transport {
@@ -206,11 +212,13 @@ fn transport_failure(err: &reqwest::Error, url: &str) -> HttpFailure {
                 "cannot connect to {url}: {cause} — is the server running and the URL right?"
             ),
             timeout: false,
+            refused_locally,
         }
     } else {
         HttpFailure::Transport {
             detail: format!("request to {url} failed: {cause}"),
             timeout: false,
+            refused_locally,
         }
     }
 }
@@ -327,14 +335,22 @@ fn from_failure(failure: HttpFailure) -> LlmError {
                 crate::util::truncate_chars(&body, MAX_ERROR_BODY_CHARS)
             ),
         ),
-        HttpFailure::Transport { detail, timeout } => LlmError::new(
-            if timeout {
-                FailoverReason::Timeout
-            } else {
-                FailoverReason::Unknown
-            },
+        HttpFailure::Transport {
             detail,
-        ),
+            timeout,
+            refused_locally,
+        } => {
+            let mut err = LlmError::new(
+                if timeout {
+                    FailoverReason::Timeout
+                } else {
+                    FailoverReason::Unknown
+                },
+                detail,
+            );
+            err.refused_locally = refused_locally;
+            err
+        }
     }
 }
 

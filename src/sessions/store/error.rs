@@ -45,6 +45,12 @@ pub enum StoreError {
     #[error("session `{0}` does not exist in state.db")]
     SessionNotFound(String),
 
+    #[error("title `{title}` is already used by session {session}; choose another title")]
+    TitleInUse { title: String, session: String },
+
+    #[error("cannot use that title: {0}")]
+    BadTitle(String),
+
     #[error(
         "a state.db task stopped before it finished ({0}); nothing after that step was saved — see the log and retry"
     )]

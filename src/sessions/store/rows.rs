@@ -126,7 +126,7 @@ pub(super) fn stored_message(row: &Row<'_>) -> rusqlite::Result<Option<StoredMes
 
 /// Python stores list/dict content as `"\0json:" + json`; we keep the text parts of a part list
 /// (images become a marker), a JSON string as itself, and anything else as the raw JSON.
-fn decode_content(raw: String) -> String {
+pub(super) fn decode_content(raw: String) -> String {
     let Some(json) = raw.strip_prefix(CONTENT_JSON_PREFIX) else {
         return raw;
     };

@@ -2,6 +2,8 @@
 //! `auxiliary.session_search` (`model`, and optionally `provider`, `base_url`, `api_key`,
 //! `timeout` seconds). Off unless a model is set. A summary that fails or times out leaves the
 //! results as they are, with a note; the search itself never fails because of it.
+//! [`aux_config`] and [`complete`] serve the other one-shot auxiliary tasks of the sessions
+//! subsystem too (`auxiliary.title_generation`).
 
 use std::time::Duration;
 
@@ -9,7 +11,7 @@ use futures::StreamExt;
 use serde_json::Value;
 
 use crate::config::Config;
-use crate::llm::provider::{ProviderFlags, ResolveInputs};
+use crate::llm::provider::{Provider, ProviderFlags, ResolveInputs};
 use crate::llm::{ChatRequest, LlmEvent, Message};
 
 const TEMPLATE: &str = include_str!("../../prompts/session_search_summary.md.j2");
@@ -32,7 +34,12 @@ fn text(v: Option<&Value>) -> Option<String> {
 }
 
 pub fn config(cfg: &Config) -> Option<SummaryConfig> {
-    let aux = cfg.raw.get("auxiliary")?.get("session_search")?;
+    aux_config(cfg, "session_search")
+}
+
+/// `auxiliary.<task>` when a model is configured for it.
+pub fn aux_config(cfg: &Config, task: &str) -> Option<SummaryConfig> {
+    let aux = cfg.raw.get("auxiliary")?.get(task)?;
     let model = text(aux.get("model"))?;
     let timeout = aux
         .get("timeout")
@@ -61,23 +68,47 @@ pub async fn summarize(
     query: &str,
     results: &Value,
 ) -> Result<String, String> {
-    let provider = crate::llm::provider::resolve(ResolveInputs {
-        flags: &sc.flags,
-        config: cfg,
-        probe_timeout: Duration::from_secs(1),
-    })
-    .await
-    .map_err(|e| format!("auxiliary.session_search: {e}"))?;
-    let client = crate::llm::client_for(&provider).map_err(|e| e.to_string())?;
     let results_text = serde_json::to_string_pretty(results).unwrap_or_default();
     let results_text = crate::util::truncate_chars(&results_text, MAX_INPUT_CHARS);
     let prompt = render(query, results_text).map_err(|e| format!("summary prompt: {e}"))?;
+    complete(cfg, sc, None, "auxiliary.session_search", prompt, 1_024).await
+}
+
+/// One answer from the auxiliary model of `sc` to `prompt` (a single user message), within
+/// `sc.timeout`; `what` names the config section in errors. Without a provider or base URL of
+/// its own, the task uses `main` (the session's provider) with its model, as Python Hermes'
+/// `provider: auto` does.
+pub async fn complete(
+    cfg: &Config,
+    sc: &SummaryConfig,
+    main: Option<&Provider>,
+    what: &str,
+    prompt: String,
+    max_tokens: u32,
+) -> Result<String, String> {
+    let provider = match main {
+        Some(main) if sc.flags.provider.is_none() && sc.flags.base_url.is_none() => {
+            let mut p = main.clone();
+            if let Some(model) = &sc.flags.model {
+                p.model = model.clone();
+            }
+            p
+        }
+        _ => crate::llm::provider::resolve(ResolveInputs {
+            flags: &sc.flags,
+            config: cfg,
+            probe_timeout: Duration::from_secs(1),
+        })
+        .await
+        .map_err(|e| format!("{what}: {e}"))?,
+    };
+    let client = crate::llm::client_for(&provider).map_err(|e| e.to_string())?;
     let request = ChatRequest {
         model: provider.model.clone(),
         system: String::new(),
         messages: vec![Message::user(prompt)],
         tools: Vec::new(),
-        max_tokens: Some(1_024),
+        max_tokens: Some(max_tokens),
         temperature: None,
     };
     let call = async {
@@ -87,13 +118,13 @@ pub async fn summarize(
                 return Ok(response.message.content.unwrap_or_default());
             }
         }
-        Err("the summary stream ended without an answer".to_string())
+        Err(format!("the {what} answer stream ended without an answer"))
     };
     match tokio::time::timeout(sc.timeout, call).await {
         Ok(Ok(text)) if !text.trim().is_empty() => Ok(text.trim().to_string()),
-        Ok(Ok(_)) => Err("the summary model returned nothing".into()),
+        Ok(Ok(_)) => Err(format!("the {what} model returned nothing")),
         Ok(Err(e)) => Err(e),
-        Err(_) => Err(format!("the summary took longer than {:?}", sc.timeout)),
+        Err(_) => Err(format!("the {what} call took longer than {:?}", sc.timeout)),
     }
 }
 
