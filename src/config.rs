@@ -85,6 +85,8 @@ pub struct ModelConfig {
     pub base_url: Option<String>,
     pub api_key: Option<String>,
     pub api_mode: Option<String>,
+    /// The model's context window in tokens (`model.context_length`), when configured.
+    pub context_length: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -447,6 +449,10 @@ fn model_config(model: &Value, path: &Path) -> Result<ModelConfig, ConfigError> 
                 base_url: s("base_url")?,
                 api_key: s("api_key")?,
                 api_mode: s("api_mode")?,
+                context_length: file::num::<_, u64>(
+                    m.get("context_length").cloned().unwrap_or(Value::Null),
+                )
+                .map_err(|e| type_err("model.context_length", e.to_string()))?,
             }
         }
         other => {

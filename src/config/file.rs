@@ -120,7 +120,8 @@ pub struct ApprovalsFile {
     pub timeout: Option<u64>,
     pub deny: Option<Vec<String>>,
     /// `deny` (default) or `approve`: what cron jobs may run.
-    pub cron_mode: Option<Value>,
+    #[serde(deserialize_with = "text")]
+    pub cron_mode: Option<String>,
 }
 
 /// `tool_output:`.
@@ -181,6 +182,7 @@ pub struct LoopThresholdsFile {
 #[serde(default)]
 pub struct PromptCachingFile {
     /// `5m` (default) or `1h`.
+    #[serde(deserialize_with = "text")]
     pub cache_ttl: Option<String>,
 }
 

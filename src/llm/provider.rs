@@ -259,7 +259,7 @@ pub async fn resolve(inputs: ResolveInputs<'_>) -> Result<Provider, ProviderErro
                     }
                 })?;
                 let mut provider = Provider::new(name, &model, &base, None);
-                provider.cache_ttl = CacheTtl::from_config(&config.raw);
+                provider.cache_ttl = CacheTtl::from_config(config);
                 config.model_limits.apply(&mut provider);
                 return Ok(provider);
             }
@@ -307,7 +307,7 @@ pub async fn resolve(inputs: ResolveInputs<'_>) -> Result<Provider, ProviderErro
     };
     let mut provider = Provider::new(&name, &model, &base_url, key);
     provider.wire_api = wire_api;
-    provider.cache_ttl = CacheTtl::from_config(&config.raw);
+    provider.cache_ttl = CacheTtl::from_config(config);
     config.model_limits.apply(&mut provider);
     Ok(provider)
 }
