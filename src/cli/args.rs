@@ -100,6 +100,11 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::cli::checkpoints_cmd::CheckpointsCommand,
     },
+    /// Import from OpenClaw (`hermes claw migrate`).
+    Claw {
+        #[command(subcommand)]
+        action: crate::cli::claw::ClawCommand,
+    },
     /// Usage, tokens and estimated spend over recent days.
     Insights {
         /// How many days back to look.

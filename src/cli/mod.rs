@@ -3,6 +3,7 @@
 
 pub mod args;
 pub mod checkpoints_cmd;
+pub mod claw;
 pub mod completion_cmd;
 pub mod config_cmd;
 pub mod doctor;
@@ -131,6 +132,7 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Some(args::Command::Config { .. } | args::Command::Profile { .. }) => Err(CliError::Setup(
             "config and profile commands run before this point".into(),
         )),
+        Some(args::Command::Claw { action }) => claw::run(&config, action),
         Some(args::Command::Doctor { json }) => doctor::run(&config, json),
         Some(args::Command::Logs(logs)) => logs_cmd::run(&config, logs),
         Some(args::Command::Completion { shell }) => completion_cmd::run(shell),

@@ -6,6 +6,7 @@ pub mod anthropic_client;
 pub mod approval_modes;
 pub mod approval_table;
 pub mod children;
+pub mod claw_migrate;
 pub mod cli_agent;
 pub mod cli_commands;
 pub mod cli_errors;
