@@ -526,8 +526,8 @@ impl Agent {
         }
 
         let budget = IterationBudget::new(self.options.max_iterations);
-        let mut guard = loop_guard::LoopGuard::new(loop_guard::LoopGuardConfig::from_raw(
-            &self.services.config.raw,
+        let mut guard = loop_guard::LoopGuard::new(loop_guard::LoopGuardConfig::from_file(
+            &self.services.config.file.tool_loop_guardrails,
             !self.options.interactive,
         ));
         let mut turn = TurnOutcome {

@@ -12,6 +12,10 @@ pub struct Cli {
     #[command(flatten)]
     pub run: RunArgs,
 
+    /// Use profile NAME ($HERMES_HOME/profiles/NAME) for this command.
+    #[arg(short = 'p', long = "profile", value_name = "NAME", global = true)]
+    pub profile: Option<String>,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -139,6 +143,21 @@ pub enum Command {
     Completion {
         #[arg(value_enum, default_value_t = crate::cli::completion_cmd::Shell::Bash)]
         shell: crate::cli::completion_cmd::Shell,
+    },
+    /// Show, check or change config.yaml (comments and key order are kept).
+    Config {
+        #[command(subcommand)]
+        action: crate::cli::config_cmd::ConfigCommand,
+    },
+    /// List tools and switch toolsets or single tools off and on.
+    Tools {
+        #[command(subcommand)]
+        action: crate::cli::tools_cmd::ToolsCommand,
+    },
+    /// Separate homes (config, keys, sessions, memories, skills): list, create, use, delete.
+    Profile {
+        #[command(subcommand)]
+        action: crate::cli::profile_cmd::ProfileCommand,
     },
     /// Send one message to a chat, e.g. `hermes send telegram:123456 "done"`.
     Send {

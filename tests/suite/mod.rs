@@ -16,6 +16,8 @@ pub mod cli_pipes;
 pub mod cli_repl;
 pub mod cli_rough_edges;
 pub mod compaction;
+pub mod config_cmds;
+pub mod config_compat;
 pub mod containment;
 pub mod doctor;
 pub mod failover;
