@@ -41,6 +41,7 @@ pub mod seams_tools;
 pub mod session_search_e2e;
 pub mod session_titles;
 pub mod sessions_compat;
+pub mod setup_cmd;
 pub mod skills_e2e;
 pub mod skills_hub;
 pub mod skills_store_e2e;
