@@ -171,6 +171,10 @@ pub trait PlatformAdapter: Send + Sync {
     async fn typing(&self, chat_id: &str) -> Result<(), AdapterError>;
 }
 
+/// What a platform's constructor returns: `None` when it is not configured, `Some(Err)` when it
+/// is, wrongly.
+pub type Configured = Option<Result<std::sync::Arc<dyn PlatformAdapter>, AdapterError>>;
+
 /// One platform the gateway can run; collected from every adapter file by `inventory`.
 pub struct PlatformRegistration {
     /// As in config, session keys and `hermes gateway run --platform NAME`.
@@ -178,9 +182,7 @@ pub struct PlatformRegistration {
     /// What to set to enable it (shown when no platform is configured).
     pub setup_hint: &'static str,
     /// `None` when it is not configured; `Some(Err)` when it is, wrongly.
-    pub from_config: fn(
-        &crate::config::Config,
-    ) -> Option<Result<std::sync::Arc<dyn PlatformAdapter>, AdapterError>>,
+    pub from_config: fn(&crate::config::Config) -> Configured,
 }
 
 inventory::collect!(PlatformRegistration);
