@@ -280,7 +280,7 @@ pub fn gateway(config: &Config) -> Check {
             Status::Ok,
             format!("tokens present for: {}", platforms.names().join(", ")),
         ),
-        Err(crate::gateway::GatewayError::NoPlatform) => Check::new(
+        Err(crate::gateway::GatewayError::NoPlatform(_)) => Check::new(
             "gateway",
             Status::Info,
             "no chat platform configured (TELEGRAM_BOT_TOKEN + TELEGRAM_ALLOWED_USERS, or API_SERVER_KEY, in .env)",
