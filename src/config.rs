@@ -8,6 +8,7 @@
 
 pub mod auxiliary;
 pub mod checkpoints;
+pub mod custom_providers;
 pub mod delegation;
 pub mod file;
 pub mod gateway;

@@ -93,13 +93,7 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         }
         other => other,
     };
-    let config = setup::load_config(cli.profile.as_deref())?;
-    setup::init_logging(&config);
-    if let Some(warning) = config.unsupported_warning() {
-        // Once per process, on stderr: `-z` keeps stdout for the answer alone.
-        eprintln!("{warning}");
-        tracing::warn!("{warning}");
-    }
+    let loaded = setup::load_config(cli.profile.as_deref());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -109,6 +103,25 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
                 "cannot start hermes's worker threads ({e}): the system is out of threads or processes; try again when fewer programs run"
             ))
         })?;
+    let config = match (loaded, &command) {
+        (Ok(config), _) => config,
+        // The doctor is where a user goes when the config is broken: it reports, not refuses.
+        (Err(e), Some(args::Command::Doctor { json, fix })) => {
+            let options = doctor::Options {
+                json: *json,
+                fix: *fix,
+                run: cli.run.clone(),
+            };
+            return doctor::run_without_config(&runtime, e, options);
+        }
+        (Err(e), _) => return Err(e),
+    };
+    setup::init_logging(&config);
+    if let Some(warning) = config.unsupported_warning() {
+        // Once per process, on stderr: `-z` keeps stdout for the answer alone.
+        eprintln!("{warning}");
+        tracing::warn!("{warning}");
+    }
     match command {
         Some(args::Command::Sessions { action }) => {
             let store = setup::open_store(&config)?;
@@ -132,8 +145,17 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Some(args::Command::Config { .. } | args::Command::Profile { .. }) => Err(CliError::Setup(
             "config and profile commands run before this point".into(),
         )),
+        Some(args::Command::Doctor { json, fix }) => doctor::run(
+            &runtime,
+            &config,
+            None,
+            doctor::Options {
+                json,
+                fix,
+                run: cli.run.clone(),
+            },
+        ),
         Some(args::Command::Claw { action }) => claw::run(&config, action),
-        Some(args::Command::Doctor { json }) => doctor::run(&config, json),
         Some(args::Command::Logs(logs)) => logs_cmd::run(&config, logs),
         Some(args::Command::Completion { shell }) => completion_cmd::run(shell),
         Some(args::Command::Insights { days, json }) => {
