@@ -52,6 +52,9 @@ pub struct RunArgs {
     /// Run dangerous commands without asking (the hardline floor still applies).
     #[arg(long)]
     pub yolo: bool,
+    /// With -z: answer yes where the agent asks for a plain yes (installing a hub skill).
+    #[arg(long)]
+    pub yes: bool,
 }
 
 impl RunArgs {
@@ -72,6 +75,7 @@ impl RunArgs {
             continue_last: inner.continue_last || self.continue_last,
             max_turns: inner.max_turns.or(self.max_turns),
             yolo: inner.yolo || self.yolo,
+            yes: inner.yes || self.yes,
         }
     }
 }

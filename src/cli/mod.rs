@@ -22,6 +22,7 @@ pub mod sessions_report;
 pub mod setup;
 pub mod signals;
 pub mod skills_cmd;
+pub mod skills_hub_cmd;
 pub mod slash;
 pub mod tools_cmd;
 
@@ -142,10 +143,6 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
             gateway_cmd::send(&runtime, &config, &target, &text)
         }
         Some(args::Command::Checkpoints { action }) => checkpoints_cmd::run(&config, action),
-        Some(args::Command::Tools { action }) => tools_cmd::run(&config, action),
-        Some(args::Command::Config { .. } | args::Command::Profile { .. }) => Err(CliError::Setup(
-            "config and profile commands run before this point".into(),
-        )),
         Some(args::Command::Doctor { json, fix }) => doctor::run(
             &runtime,
             &config,
@@ -156,6 +153,10 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
                 run: cli.run.clone(),
             },
         ),
+        Some(args::Command::Tools { action }) => tools_cmd::run(&config, action),
+        Some(args::Command::Config { .. } | args::Command::Profile { .. }) => Err(CliError::Setup(
+            "config and profile commands run before this point".into(),
+        )),
         Some(args::Command::Claw { action }) => claw::run(&config, action),
         Some(args::Command::Logs(logs)) => logs_cmd::run(&config, logs),
         Some(args::Command::Completion { shell }) => completion_cmd::run(shell),
@@ -200,6 +201,11 @@ pub fn services(config: crate::config::Config) -> Result<Arc<Services>, CliError
     services
         .extensions
         .push(Arc::new(crate::skills::learning::SkillLearning::new(
+            &services.config,
+        )));
+    services
+        .extensions
+        .push(Arc::new(crate::skills::probation::Probation::new(
             &services.config,
         )));
     Ok(Arc::new(services))

@@ -15,6 +15,9 @@ pub struct SecurityConfig {
     pub redact_secrets: bool,
     /// Extra paths the file tools may neither read nor write (absolute or `~/…`).
     pub protected_paths: Vec<PathBuf>,
+    /// Secrets files (a project's `.env`, keys, `.npmrc`; `security::secret_files`) the file
+    /// tools may read after all: files or directories (absolute or `~/…`).
+    pub readable_paths: Vec<PathBuf>,
 }
 
 impl Default for SecurityConfig {
@@ -22,6 +25,7 @@ impl Default for SecurityConfig {
         SecurityConfig {
             redact_secrets: true,
             protected_paths: Vec::new(),
+            readable_paths: Vec::new(),
         }
     }
 }
@@ -33,6 +37,7 @@ pub struct SecurityFile {
     #[serde(deserialize_with = "flag")]
     pub redact_secrets: Option<bool>,
     pub protected_paths: Option<Vec<String>>,
+    pub readable_paths: Option<Vec<String>>,
 }
 
 /// Reads `security:` (absent → defaults).
@@ -44,6 +49,14 @@ pub fn parse(
     let mut out = SecurityConfig::default();
     if let Some(b) = file.redact_secrets {
         out.redact_secrets = b;
+    }
+    for s in file.readable_paths.iter().flatten() {
+        out.readable_paths
+            .push(absolute_path(s, env).ok_or_else(|| ConfigError::Type {
+                path: path.to_path_buf(),
+                key: "security.readable_paths".into(),
+                message: format!("`{s}` is not absolute; write it as /full/path or ~/path"),
+            })?);
     }
     for s in file.protected_paths.iter().flatten() {
         out.protected_paths
@@ -86,7 +99,7 @@ mod tests {
     fn defaults_and_values() {
         assert_eq!(parse_text("").unwrap(), SecurityConfig::default());
         let c = parse_text(
-            "security:\n  redact_secrets: false\n  tirith_enabled: true\n  protected_paths: [/srv/prod, ~/notes]\n",
+            "security:\n  redact_secrets: false\n  tirith_enabled: true\n  protected_paths: [/srv/prod, ~/notes]\n  readable_paths: [~/proj/.env]\n",
         )
         .unwrap();
         assert!(!c.redact_secrets);
@@ -94,6 +107,7 @@ mod tests {
             c.protected_paths,
             vec![PathBuf::from("/srv/prod"), PathBuf::from("/home/u/notes")]
         );
+        assert_eq!(c.readable_paths, vec![PathBuf::from("/home/u/proj/.env")]);
     }
 
     #[test]

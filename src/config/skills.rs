@@ -19,4 +19,7 @@ pub struct SkillsFile {
     /// User turns between skill reviews (0 = off; default 10).
     #[serde(deserialize_with = "num")]
     pub creation_nudge_interval: Option<u64>,
+    /// Successful uses that end a new agent-made skill's probation (ours; default 3, 0 = none).
+    #[serde(deserialize_with = "num")]
+    pub probation_uses: Option<u64>,
 }

@@ -42,5 +42,8 @@ pub mod session_search_e2e;
 pub mod session_titles;
 pub mod sessions_compat;
 pub mod skills_e2e;
+pub mod skills_hub;
+pub mod skills_store_e2e;
 pub mod spend;
 pub mod terminal_backends;
+pub mod usage_estimate;
