@@ -115,3 +115,13 @@ fn one_shot_with_the_python_config_keeps_stdout_for_the_answer() {
     assert_eq!(stdout(&out).trim(), "Hello from the mock.");
     assert_eq!(stderr(&out).matches("not supported yet").count(), 1);
 }
+
+#[test]
+fn doctor_lists_the_keys_not_supported_yet() {
+    let env = TestEnv::new();
+    env.config(PYTHON_CONFIG);
+    let out = env.bare_cmd().args(["doctor", "--json"]).output().unwrap();
+    let report = stdout(&out);
+    assert!(report.contains("not supported yet: "), "{report}");
+    assert!(report.contains("agent.gateway_timeout"), "{report}");
+}
