@@ -526,8 +526,8 @@ impl Agent {
         }
 
         let budget = IterationBudget::new(self.options.max_iterations);
-        let mut guard = loop_guard::LoopGuard::new(loop_guard::LoopGuardConfig::from_raw(
-            &self.services.config.raw,
+        let mut guard = loop_guard::LoopGuard::new(loop_guard::LoopGuardConfig::from_file(
+            &self.services.config.file.tool_loop_guardrails,
             !self.options.interactive,
         ));
         let mut turn = TurnOutcome {
@@ -688,10 +688,17 @@ impl Agent {
             )
             .await
             {
-                Ok(response) => {
+                Ok(mut response) => {
                     self.failover.note_success();
+                    // A server that reports no usage (llama.cpp-style): count it ourselves.
+                    let estimated = response.usage.total() == 0;
+                    if estimated {
+                        response.usage =
+                            crate::llm::usage_estimate::estimate(&request, &response.message);
+                    }
                     self.compressor.update_from_response(&response.usage);
-                    self.record_usage(&response.usage, turn, events).await;
+                    self.record_usage(&response.usage, estimated, turn, events)
+                        .await;
                     return Ok(response);
                 }
                 Err(CallFailure::Failed(err)) => {
@@ -771,6 +778,7 @@ impl Agent {
     async fn record_usage(
         &mut self,
         usage: &Usage,
+        estimated: bool,
         turn: &mut TurnOutcome,
         events: &UnboundedSender<AgentEvent>,
     ) {
@@ -781,7 +789,7 @@ impl Agent {
         let (id, usage) = (self.ledger_session.clone(), *usage);
         // Token accounting must never fail a turn that already has its answer.
         if let Err(e) = db(&self.services.store, move |s| {
-            s.add_usage_with_cost(&id, &usage, 1, cost)
+            s.record_usage(&id, &usage, 1, cost, estimated)
         })
         .await
         {

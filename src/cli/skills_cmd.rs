@@ -1,5 +1,6 @@
 //! `hermes skills list | view | audit | delete`. The `--json` outputs are a contract read by
-//! scripts: `list` → `[{name, description, category, path, valid, error?}]`; `audit` →
+//! scripts: `list` → `[{name, description, category, path, valid, error?, use_count,
+//! successful_uses, probation}]` (counts from `.usage.json`); `audit` →
 //! `[{name, path, trust, verdict, findings: [{id, category, severity, file, line}]}]`.
 
 use std::io::{IsTerminal, Write};
@@ -42,6 +43,8 @@ pub enum SkillsCommand {
         #[arg(short = 'y', long)]
         yes: bool,
     },
+    #[command(flatten)]
+    Hub(crate::cli::skills_hub_cmd::HubCommand),
 }
 
 /// Copies bundled skills into the home (first run, or a newer hermes). Never fails a command.
@@ -53,29 +56,50 @@ pub fn sync_bundled(config: &Config) {
         Ok(_) => {}
         Err(e) => tracing::warn!(error = %e, "cannot sync bundled skills"),
     }
+    // A hub install interrupted by a crash is finished or rolled back before skills are read.
+    if let Err(e) = crate::skills::hub::recover(&crate::skills::hub::Hub::from_config(config)) {
+        tracing::warn!(error = %e, "cannot repair an interrupted hub install");
+    }
 }
 
 pub fn run(config: &Config, command: SkillsCommand) -> Result<u8, CliError> {
     sync_bundled(config);
     let store = SkillStore::from_config(config);
     match command {
-        SkillsCommand::List { json, category } => list(&store, json, category.as_deref()),
+        SkillsCommand::List { json, category } => list(
+            &store,
+            json,
+            category.as_deref(),
+            crate::skills::probation::required_uses(config),
+        ),
         SkillsCommand::View { name, file } => view(&store, &name, file.as_deref()),
         SkillsCommand::Audit { target, json } => audit(&store, target.as_deref(), json),
         SkillsCommand::Delete { name, yes } => delete(&store, &name, yes),
+        SkillsCommand::Hub(command) => crate::cli::skills_hub_cmd::run(config, command),
     }
 }
 
-fn list(store: &SkillStore, as_json: bool, category: Option<&str>) -> Result<u8, CliError> {
+fn list(
+    store: &SkillStore,
+    as_json: bool,
+    category: Option<&str>,
+    probation_uses: u64,
+) -> Result<u8, CliError> {
     let scan = store.scan();
+    let records = usage::all(store.home_root());
     let wanted = |c: &Option<String>| category.is_none() || c.as_deref() == category;
     let mut rows: Vec<Value> = scan
         .skills
         .iter()
         .filter(|s| wanted(&s.category))
         .map(|s| {
+            // External skills share names with nothing in this home's `.usage.json`.
+            let record = records.get(&s.name).filter(|_| !s.external);
             json!({"name": s.name, "description": s.description, "category": s.category,
-                   "path": s.dir.display().to_string(), "valid": true})
+                   "path": s.dir.display().to_string(), "valid": true,
+                   "use_count": record.map_or(0, |r| r.use_count),
+                   "successful_uses": record.map_or(0, |r| r.successful_uses),
+                   "probation": record.is_some_and(|r| r.on_probation(probation_uses))})
         })
         .collect();
     rows.extend(
@@ -101,8 +125,17 @@ fn list(store: &SkillStore, as_json: bool, category: Option<&str>) -> Result<u8,
         let name = row["name"].as_str().unwrap_or_default();
         if row["valid"] == true {
             let desc = row["description"].as_str().unwrap_or_default();
+            let uses = row["use_count"].as_u64().unwrap_or(0);
+            let probation = if row["probation"] == true {
+                format!(
+                    "[probation {}/{probation_uses}] ",
+                    row["successful_uses"].as_u64().unwrap_or(0)
+                )
+            } else {
+                String::new()
+            };
             println!(
-                "{cat:<24} {name:<32} {}",
+                "{cat:<24} {name:<32} {uses:>5} uses  {probation}{}",
                 crate::util::truncate_chars(desc, 90)
             );
         } else {
@@ -241,7 +274,7 @@ fn path_targets(path: &Path) -> Result<Vec<(String, PathBuf, Trust)>, NotASkill>
             .unwrap_or_default();
         return Ok(vec![(name, dir, Trust::Community)]);
     }
-    let scan = SkillStore::new(&root).scan();
+    let scan = SkillStore::new(&root).unfiltered().scan();
     let mut out: Vec<(String, PathBuf, Trust)> = scan
         .skills
         .iter()

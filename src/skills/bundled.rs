@@ -178,12 +178,17 @@ pub fn sync(skills_dir: &Path) -> std::io::Result<SyncReport> {
     let manifest_path = skills_dir.join(BUNDLED_MANIFEST);
     let mut manifest = read_manifest(&manifest_path);
     let before = manifest.clone();
-    let existing = crate::skills::store::SkillStore::new(skills_dir).scan();
+    // Only a bundled skill new to the manifest needs the full scan (a user skill of the same
+    // name shadows it); scanning on every start would parse every SKILL.md of the home.
+    let mut existing: Option<crate::skills::store::Scan> = None;
     for (name, bundle) in bundles() {
         let bundled_hash = hash_files(bundle.files.iter().map(|(p, t)| (p.clone(), t.as_bytes())));
         let dest = skills_dir.join(&bundle.rel_dir);
         match manifest.get(&name).cloned() {
             None => {
+                let existing = existing.get_or_insert_with(|| {
+                    crate::skills::store::SkillStore::new(skills_dir).scan()
+                });
                 let shadowed = existing.skills.iter().any(|s| s.name == name)
                     || existing.invalid.iter().any(|s| s.name == name);
                 if dest.exists() || shadowed {

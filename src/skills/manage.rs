@@ -2,6 +2,9 @@
 //! limits, two path checks (syntax, then canonical containment), the guard on every write,
 //! atomic writes, provenance in `.usage.json`, and the background review's restrictions
 //! (never bundled, hub-installed, external or pinned skills; read before write; no deletes).
+//! A create is refused when an existing skill looks like the same one (`similar`): the model
+//! gets the candidate to patch instead, and `force` when it is truly different. A created skill
+//! starts on probation (`probation`).
 
 use std::path::{Component, Path, PathBuf};
 
@@ -48,6 +51,8 @@ pub struct ManageRequest {
     pub replace_all: bool,
     pub file_path: Option<String>,
     pub file_content: Option<String>,
+    /// create: even when a similar skill exists.
+    pub force: bool,
 }
 
 /// Who is asking.
@@ -57,6 +62,9 @@ pub struct Caller {
     pub background_review: bool,
     /// Skills this caller has viewed in its session (read-before-write for the review).
     pub viewed: std::collections::BTreeSet<String>,
+    /// `skills.probation_uses`: a created skill is on probation until used successfully this
+    /// many times (0 = no probation).
+    pub probation_uses: u64,
 }
 
 /// Runs one request against the store's home root. Returns the JSON result for the model.
@@ -65,7 +73,7 @@ pub fn run(store: &SkillStore, req: &ManageRequest, caller: &Caller) -> Result<V
         // Existing skills are looked up by name (hand-made ones may predate the naming rule).
         "create" => {
             skill::validate_name("skill", &req.name).map_err(Invalid)?;
-            create(store, req)
+            create(store, req, caller)
         }
         "edit" | "patch" | "write_file" | "remove_file" | "delete" => {
             let found = find_writable(store, req, caller)?;
@@ -149,7 +157,7 @@ fn ensure_root(store: &SkillStore) -> Result<PathBuf, ManageError> {
     Ok(root.to_path_buf())
 }
 
-fn create(store: &SkillStore, req: &ManageRequest) -> Result<Value, ManageError> {
+fn create(store: &SkillStore, req: &ManageRequest, caller: &Caller) -> Result<Value, ManageError> {
     let content = required(&req.content, "content", "create")?;
     if let Some(existing) = store.find(&req.name) {
         return Err(Invalid(format!(
@@ -167,6 +175,9 @@ fn create(store: &SkillStore, req: &ManageRequest) -> Result<Value, ManageError>
     };
     check_relative(&rel).map_err(|e| Invalid(e.to_string()))?;
     let warnings = check_skill_md(&req.name, content)?;
+    if !req.force {
+        refuse_near_twin(store, &req.name, content)?;
+    }
     let root = ensure_root(store)?;
     let dir = ensure_within(&root, Path::new(&rel)).map_err(|e| Refused(e.to_string()))?;
     if dir.exists() {
@@ -178,14 +189,50 @@ fn create(store: &SkillStore, req: &ManageRequest) -> Result<Value, ManageError>
     std::fs::create_dir_all(&dir).map_err(io("create", &dir))?;
     let path = dir.join("SKILL.md");
     crate::util::atomic_write(&path, content.as_bytes()).map_err(io("write", &path))?;
-    if let Err(e) = usage::mark_created(&root, &req.name) {
+    let probation = caller.probation_uses > 0;
+    if let Err(e) = usage::mark_created(&root, &req.name, probation) {
         tracing::warn!(error = %e, "cannot record skill provenance");
     }
-    Ok(done(
-        format!("created skill `{}`", req.name),
-        &path,
-        warnings,
-    ))
+    let mut message = format!("created skill `{}`", req.name);
+    if probation {
+        message.push_str(&format!(
+            "; it is on probation until used successfully {} times",
+            caller.probation_uses
+        ));
+    }
+    Ok(done(message, &path, warnings))
+}
+
+/// Refuses a create when an existing skill looks like the same one, handing the model the
+/// closest candidate (name, description, where, the words they share) to patch instead.
+fn refuse_near_twin(store: &SkillStore, name: &str, content: &str) -> Result<(), ManageError> {
+    let description = skill::parse_lenient(content)
+        .ok()
+        .and_then(|d| d.frontmatter.description)
+        .unwrap_or_default();
+    let skills = store.scan().skills;
+    let found = crate::skills::similar::find(name, &description, &skills);
+    let Some(best) = found.first() else {
+        return Ok(());
+    };
+    let others: Vec<String> = found[1..]
+        .iter()
+        .map(|s| format!("`{}`", s.skill.name))
+        .collect();
+    let also = if others.is_empty() {
+        String::new()
+    } else {
+        format!(" (also close: {})", others.join(", "))
+    };
+    Err(Refused(format!(
+        "not created: the existing skill `{}` looks like the same one{also}: \"{}\" at {} (shared words: {}). Improve it instead: skill_view(\"{}\"), then skill_manage(action=\"patch\", name=\"{}\", ...). If the new skill is truly different, call create again with force=true.",
+        best.skill.name,
+        crate::util::truncate_chars(&best.skill.description, 200),
+        best.skill.dir.display(),
+        best.shared.join(", "),
+        best.skill.name,
+        best.skill.name,
+    )))
 }
 
 fn done(message: String, path: &Path, warnings: Vec<String>) -> Value {

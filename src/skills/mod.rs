@@ -1,19 +1,26 @@
 //! Skills: procedures saved as `SKILL.md` directories that the agent finds, reads, writes,
 //! patches and guards itself.
 //!
-//! `skill` parses SKILL.md; `store` scans the skill roots (cached by mtime) and serves the three
-//! disclosure tiers; `index` renders the compact index of the frozen system prompt; `manage` is
-//! `skill_manage`; `guard` scans skill directories for threats (with `security::scan`); `usage` keeps `.usage.json`
-//! and provenance; `bundled` ships and syncs our own skills; `learning` is the background review
-//! that turns long tool-using turns into skills.
+//! `skill` parses SKILL.md; `store` scans the skill roots (parse cache in `store_cache`, kept
+//! on disk between processes) and serves the three disclosure tiers; `index` renders the compact
+//! index of the frozen system prompt; `manage` is `skill_manage` (`similar` finds the existing
+//! skill a new one would duplicate); `guard` scans skill directories for threats (with
+//! `security::scan`); `usage` keeps `.usage.json` and provenance; `probation` counts successful
+//! uses of new agent-made skills; `bundled` ships and syncs our own skills; `hub` installs
+//! skills from git repositories and skill indexes; `learning` is the
+//! background review that turns long tool-using turns into skills.
 
 pub mod bundled;
 pub mod guard;
+pub mod hub;
 pub mod index;
 pub mod learning;
 pub mod manage;
+pub mod probation;
+pub mod similar;
 pub mod skill;
 pub mod store;
+pub mod store_cache;
 pub mod usage;
 
 pub use store::{SkillInfo, SkillStore};

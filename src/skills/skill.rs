@@ -46,18 +46,21 @@ pub enum ParseError {
 
 /// One required environment variable (`required_environment_variables` or legacy
 /// `prerequisites.env_vars`).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct EnvRequirement {
     pub name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub help: Option<String>,
+    #[serde(default)]
     pub optional: bool,
 }
 
-/// Everything read from a SKILL.md frontmatter.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// Everything read from a SKILL.md frontmatter. Serializable so the store's persistent index
+/// (`skills::store_cache`) can keep it between processes.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Frontmatter {
     pub name: Option<String>,
     pub description: Option<String>,

@@ -1,19 +1,24 @@
 //! `SkillStore`: finds skills under `$HERMES_HOME/skills` and `skills.external_dirs`, parses them
-//! through a cache keyed by (path, mtime, size) so a re-scan only re-reads what changed (the
-//! cache lives in the store and its clones — `Services` holds the one the process shares), and answers the questions of the three disclosure tiers: the list, one skill with
-//! its linked files and readiness, and one linked file.
+//! through a cache keyed by (path, size, mtime) so a re-scan only re-reads what changed
+//! (`store_cache`: shared by the store and its clones — `Services` holds the one the process
+//! shares — and, for the home store, persisted in `skills/.hub/store-index.json` so a new process
+//! does not re-parse every SKILL.md), and answers the questions of the three disclosure tiers:
+//! the list, one skill with its linked files and readiness, and one linked file.
+//!
+//! Discovery follows Python Hermes (`iter_skill_index_files`): every directory holding a
+//! SKILL.md is a skill, including one nested inside another skill's folder
+//! (`dogfood/adversarial-ux-test/`), except below a skill's own supporting directories
+//! (`references/ templates/ scripts/ assets/`), which hold data, not skills.
 //!
 //! A broken SKILL.md never breaks the store: it is reported as invalid with the reason.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
-
-use serde_json::Value;
+use std::sync::Arc;
 
 use crate::config::{Config, EnvVars};
 use crate::skills::skill::{self, SkillDoc};
+use crate::skills::store_cache::{self, ParseCache};
 
 /// Directories never searched for skills.
 const EXCLUDED_DIRS: &[&str] = &[
@@ -41,17 +46,6 @@ const MAX_DEPTH: usize = 6;
 /// Linked files listed per skill at most (a runaway `assets/` must not flood the model).
 const MAX_LINKED_FILES: usize = 500;
 
-/// A parse result cached per SKILL.md path.
-#[derive(Debug)]
-struct CacheEntry {
-    mtime: Option<SystemTime>,
-    len: u64,
-    parsed: Result<Arc<SkillDoc>, String>,
-}
-
-/// Parsed SKILL.md files by path; shared by a store and its clones.
-type ParseCache = Arc<Mutex<HashMap<PathBuf, CacheEntry>>>;
-
 /// One usable skill.
 #[derive(Debug, Clone)]
 pub struct SkillInfo {
@@ -63,6 +57,8 @@ pub struct SkillInfo {
     pub dir: PathBuf,
     /// True for skills from `skills.external_dirs` (read-only for hermes).
     pub external: bool,
+    /// The parsed frontmatter. The store does not keep bodies (`doc.body` is empty here):
+    /// `content()` reads the file.
     pub doc: Arc<SkillDoc>,
 }
 
@@ -111,6 +107,8 @@ pub struct SkillStore {
     external: Vec<PathBuf>,
     disabled: BTreeSet<String>,
     os: &'static str,
+    /// Every skill, whatever `skills.disabled` and `platforms` say (audits).
+    unfiltered: bool,
     cache: ParseCache,
 }
 
@@ -118,34 +116,30 @@ impl SkillStore {
     /// The store for `$HERMES_HOME/skills` + `skills.external_dirs`, honouring `skills.disabled`
     /// and `skills.platform_disabled.cli`.
     pub fn from_config(config: &Config) -> Self {
-        let section = config.raw.get("skills");
-        let strings = |v: Option<&Value>| -> Vec<String> {
-            v.and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|s| s.as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let external = strings(section.and_then(|s| s.get("external_dirs")))
-            .into_iter()
-            .map(|d| expand_home(&d))
+        let section = &config.file.skills;
+        let external = section
+            .external_dirs
+            .iter()
+            .flatten()
+            .map(|d| expand_home(d))
             .collect();
-        let mut disabled: BTreeSet<String> = strings(section.and_then(|s| s.get("disabled")))
-            .into_iter()
-            .collect();
-        disabled.extend(strings(
+        let mut disabled: BTreeSet<String> = section.disabled.iter().flatten().cloned().collect();
+        disabled.extend(
             section
-                .and_then(|s| s.get("platform_disabled"))
-                .and_then(|p| p.get("cli")),
-        ));
+                .platform_disabled
+                .as_ref()
+                .and_then(|p| p.get("cli"))
+                .into_iter()
+                .flatten()
+                .cloned(),
+        );
         SkillStore {
             home_root: config.home.skills_dir(),
             external,
             disabled,
             os: current_os(),
-            cache: ParseCache::default(),
+            unfiltered: false,
+            cache: ParseCache::persistent(config.home.skills_dir().join(store_cache::INDEX_FILE)),
         }
     }
 
@@ -156,29 +150,53 @@ impl SkillStore {
             external: Vec::new(),
             disabled: BTreeSet::new(),
             os: current_os(),
+            unfiltered: false,
             cache: ParseCache::default(),
         }
+    }
+
+    /// The same store showing every skill, including those for other platforms or disabled
+    /// (an audit must see what a user could switch on).
+    pub fn unfiltered(mut self) -> Self {
+        self.unfiltered = true;
+        self
+    }
+
+    /// The same store with another parse cache (e.g. a persistent one over a root).
+    pub fn with_cache(mut self, cache: ParseCache) -> Self {
+        self.cache = cache;
+        self
     }
 
     pub fn home_root(&self) -> &Path {
         &self.home_root
     }
 
-    /// Walks every root; parses only SKILL.md files that changed since the last scan.
+    /// Walks every root; parses only SKILL.md files that changed since the last scan (or, with
+    /// the persistent index, since any process last parsed them).
     pub fn scan(&self) -> Scan {
         let mut scan = Scan::default();
         let mut seen = BTreeSet::new();
+        let mut files = HashSet::new();
         let roots = std::iter::once((&self.home_root, false))
             .chain(self.external.iter().map(|r| (r, true)));
         for (root, external) in roots {
-            self.scan_root(root, external, &mut seen, &mut scan);
+            self.scan_root(root, external, &mut seen, &mut files, &mut scan);
         }
+        self.cache.finish_scan(&files);
         scan.skills
             .sort_by(|a, b| (&a.category, &a.name).cmp(&(&b.category, &b.name)));
         scan
     }
 
-    fn scan_root(&self, root: &Path, external: bool, seen: &mut BTreeSet<String>, scan: &mut Scan) {
+    fn scan_root(
+        &self,
+        root: &Path,
+        external: bool,
+        seen: &mut BTreeSet<String>,
+        files: &mut HashSet<PathBuf>,
+        scan: &mut Scan,
+    ) {
         if !root.is_dir() {
             return;
         }
@@ -201,9 +219,18 @@ impl SkillStore {
                 continue;
             }
             let dir_name = entry.file_name().to_string_lossy().into_owned();
+            // A supporting directory is data only directly inside a skill; elsewhere
+            // (`skills/scripts/foo/`) it is an ordinary category, as in Python Hermes.
+            let in_skill = || {
+                entry
+                    .path()
+                    .parent()
+                    .is_some_and(|p| p.join("SKILL.md").exists())
+            };
             if EXCLUDED_DIRS.contains(&dir_name.as_str())
-                || SUPPORT_DIRS.contains(&dir_name.as_str())
-                || EXTRA_LINKED_DIRS.contains(&dir_name.as_str())
+                || ((SUPPORT_DIRS.contains(&dir_name.as_str())
+                    || EXTRA_LINKED_DIRS.contains(&dir_name.as_str()))
+                    && in_skill())
             {
                 walk.skip_current_dir();
                 continue;
@@ -218,7 +245,8 @@ impl SkillStore {
                 }
                 continue;
             };
-            walk.skip_current_dir();
+            // No skip here: a skill may hold nested skills (its supporting directories are
+            // skipped above).
             if !meta.is_file() {
                 scan.invalid.push(InvalidSkill {
                     name: dir_name,
@@ -228,6 +256,7 @@ impl SkillStore {
                 });
                 continue;
             }
+            files.insert(skill_md.clone());
             match self.parse_cached(&skill_md, &meta) {
                 Ok(doc) => {
                     let name = doc
@@ -275,6 +304,9 @@ impl SkillStore {
     }
 
     fn enabled(&self, name: &str, doc: &SkillDoc) -> bool {
+        if self.unfiltered {
+            return true;
+        }
         if self.disabled.contains(name) {
             return false;
         }
@@ -321,11 +353,8 @@ impl SkillStore {
                 .collect();
             categories.sort();
             for cat in categories {
-                let cat_dir = root.join(&cat);
-                // A category that is itself a skill holds no nested skills.
-                if !cat_dir.join("SKILL.md").exists() {
-                    candidates.push((cat_dir.join(name), Some(cat)));
-                }
+                // A category may itself be a skill holding nested skills (`dogfood/…`).
+                candidates.push((root.join(&cat).join(name), Some(cat)));
             }
             for (dir, category) in candidates {
                 let skill_md = dir.join("SKILL.md");
@@ -398,32 +427,18 @@ fn category_description(dir: &Path) -> Option<String> {
 
 impl SkillStore {
     fn parse_cached(&self, path: &Path, meta: &std::fs::Metadata) -> Result<Arc<SkillDoc>, String> {
-        let mtime = meta.modified().ok();
-        let len = meta.len();
-        {
-            let cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(hit) = cache.get(path)
-                && hit.mtime == mtime
-                && hit.len == len
-            {
-                return hit.parsed.clone();
+        self.cache.get_or_parse(path, meta, || {
+            let parsed = read_and_parse(path, meta.len()).map(|mut doc| {
+                // Bodies are read from disk when needed; the cache keeps frontmatter only.
+                doc.body = String::new();
+                Arc::new(doc)
+            });
+            if let Err(error) = &parsed {
+                // Logged when first read (or changed), not on every scan.
+                tracing::warn!(path = %path.display(), %error, "skipping invalid skill");
             }
-        }
-        let parsed = read_and_parse(path, len).map(Arc::new);
-        if let Err(error) = &parsed {
-            // Logged when first read (or changed), not on every scan.
-            tracing::warn!(path = %path.display(), %error, "skipping invalid skill");
-        }
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        cache.insert(
-            path.to_path_buf(),
-            CacheEntry {
-                mtime,
-                len,
-                parsed: parsed.clone(),
-            },
-        );
-        parsed
+            parsed
+        })
     }
 }
 
@@ -549,175 +564,5 @@ fn command_exists(cmd: &str, env: &EnvVars) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    pub(crate) fn write_skill(root: &Path, rel: &str, frontmatter: &str, body: &str) -> PathBuf {
-        let dir = root.join(rel);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join("SKILL.md"),
-            format!("---\n{frontmatter}\n---\n{body}\n"),
-        )
-        .unwrap();
-        dir
-    }
-
-    #[test]
-    fn scans_categories_invalid_and_duplicates() {
-        let root = tempfile::tempdir().unwrap();
-        let r = root.path();
-        write_skill(
-            r,
-            "dev/git-flow",
-            "name: git-flow\ndescription: Branch and merge",
-            "body",
-        );
-        write_skill(
-            r,
-            "dev/debug",
-            "name: debug\ndescription: Find bugs",
-            "body",
-        );
-        write_skill(r, "top", "name: top\ndescription: At the root", "body");
-        std::fs::write(
-            r.join("dev/DESCRIPTION.md"),
-            "---\ndescription: Software work\n---\n",
-        )
-        .unwrap();
-        std::fs::create_dir_all(r.join("broken")).unwrap();
-        std::fs::write(r.join("broken/SKILL.md"), "no frontmatter here").unwrap();
-        write_skill(
-            r,
-            "other/git-flow",
-            "name: git-flow\ndescription: twin",
-            "body",
-        );
-        write_skill(
-            r,
-            "dev/debug/references/nested",
-            "name: nested\ndescription: no",
-            "x",
-        );
-        write_skill(r, ".hub/quarantine/q", "name: q\ndescription: no", "x");
-        write_skill(
-            r,
-            "mac-only",
-            "name: mac-only\ndescription: m\nplatforms: [windows]",
-            "x",
-        );
-
-        let scan = SkillStore::new(r).scan();
-        let names: Vec<(&Option<String>, &str)> = scan
-            .skills
-            .iter()
-            .map(|s| (&s.category, s.name.as_str()))
-            .collect();
-        assert_eq!(
-            names,
-            [
-                (&None, "top"),
-                (&Some("dev".to_string()), "debug"),
-                (&Some("dev".to_string()), "git-flow"),
-            ]
-        );
-        assert_eq!(
-            scan.categories.get("dev"),
-            Some(&Some("Software work".to_string()))
-        );
-        assert_eq!(scan.invalid.len(), 1);
-        assert_eq!(scan.invalid[0].name, "broken");
-        assert!(
-            scan.invalid[0].error.contains("no frontmatter"),
-            "{}",
-            scan.invalid[0].error
-        );
-        assert_eq!(scan.hidden, ["mac-only"]);
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn a_symlinked_skill_directory_counts() {
-        let root = tempfile::tempdir().unwrap();
-        let elsewhere = tempfile::tempdir().unwrap();
-        let real = write_skill(
-            elsewhere.path(),
-            "linked",
-            "name: linked\ndescription: d",
-            "b",
-        );
-        std::fs::create_dir_all(root.path().join("cat")).unwrap();
-        std::os::unix::fs::symlink(&real, root.path().join("cat/linked")).unwrap();
-        let scan = SkillStore::new(root.path()).scan();
-        assert_eq!(scan.skills.len(), 1);
-        assert_eq!(scan.skills[0].category.as_deref(), Some("cat"));
-    }
-
-    #[test]
-    fn rescans_only_what_changed() {
-        let root = tempfile::tempdir().unwrap();
-        let dir = write_skill(root.path(), "a", "name: a\ndescription: one", "body");
-        let store = SkillStore::new(root.path());
-        assert_eq!(store.find("a").unwrap().description, "one");
-        // Same size, different content and mtime: the cache must notice.
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        std::fs::write(
-            dir.join("SKILL.md"),
-            "---\nname: a\ndescription: two\n---\nbody\n",
-        )
-        .unwrap();
-        assert_eq!(store.find("a").unwrap().description, "two");
-    }
-
-    #[test]
-    fn linked_files_skip_symlinks_that_leave_the_skill() {
-        let root = tempfile::tempdir().unwrap();
-        let dir = write_skill(root.path(), "s", "name: s\ndescription: d", "body");
-        std::fs::create_dir_all(dir.join("references")).unwrap();
-        std::fs::write(dir.join("references/api.md"), "api").unwrap();
-        std::fs::create_dir_all(dir.join("scripts")).unwrap();
-        std::fs::write(dir.join("scripts/run.sh"), "echo").unwrap();
-        #[cfg(unix)]
-        std::os::unix::fs::symlink("/etc/passwd", dir.join("references/passwd")).unwrap();
-        let skill = SkillStore::new(root.path()).find("s").unwrap();
-        let files = skill.linked_files();
-        assert_eq!(files["references"], ["references/api.md"]);
-        assert_eq!(files["scripts"], ["scripts/run.sh"]);
-    }
-
-    #[test]
-    fn readiness_reports_missing_requirements() {
-        let root = tempfile::tempdir().unwrap();
-        write_skill(
-            root.path(),
-            "s",
-            "name: s\ndescription: d\nrequired_environment_variables: [NEEDED_KEY, PRESENT_KEY]\nprerequisites:\n  commands: [definitely-not-a-command-xyz]",
-            "body",
-        );
-        let mut env = EnvVars::default();
-        env.set("PRESENT_KEY", "1");
-        let r = SkillStore::new(root.path())
-            .find("s")
-            .unwrap()
-            .readiness(&env);
-        assert_eq!(r.missing_env, ["NEEDED_KEY"]);
-        assert_eq!(r.missing_commands, ["definitely-not-a-command-xyz"]);
-        assert!(!r.ready());
-    }
-
-    #[test]
-    fn conditional_display_follows_tools() {
-        let root = tempfile::tempdir().unwrap();
-        write_skill(
-            root.path(),
-            "s",
-            "name: s\ndescription: d\nmetadata:\n  hermes:\n    requires_toolsets: [terminal]\n    fallback_for_tools: [web_search]",
-            "body",
-        );
-        let skill = SkillStore::new(root.path()).find("s").unwrap();
-        let custom = BTreeMap::new();
-        assert!(skill.shown_with(&["terminal".into()], &custom));
-        assert!(!skill.shown_with(&["read_file".into()], &custom));
-        assert!(!skill.shown_with(&["terminal".into(), "web_search".into()], &custom));
-    }
-}
+#[path = "store_tests.rs"]
+mod tests;

@@ -1,9 +1,16 @@
-//! `skills/.usage.json`: per-skill provenance (who made it, when), use counts and pinning, and
-//! the provenance questions the write guards ask (is this skill bundled? hub-installed?).
+//! `skills/.usage.json`: per-skill provenance (who made it, when), use counts, pinning and
+//! probation, and the provenance questions the write guards ask (is this skill bundled?
+//! hub-installed?).
 //!
 //! The file is a JSON object keyed by skill name. Entries we cannot read are kept as written, so
 //! a newer or older Hermes sharing the home loses nothing. Read-modify-write is serialized
-//! by a file lock (threads and processes alike); the write is atomic.
+//! by a file lock (threads and processes alike, the same `.usage.json.lock` Python Hermes
+//! takes); the write is atomic.
+//!
+//! Python Hermes compatibility: an agent-made skill carries `created_by: "agent"` (what Python's
+//! curator checks) as well as our `provenance`; views set `last_viewed_at`, patches
+//! `last_patched_at`. Probation is ours (`probation`, `successful_uses`): Python keeps unknown
+//! keys of a record when it updates one, so both programs can share the file.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,12 +36,19 @@ const LOCK_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct UsageRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<String>,
+    /// Python Hermes's marker of agent-made skills (`"agent"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_used_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_viewed_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_patched_at: Option<String>,
     #[serde(default)]
     pub use_count: u64,
     #[serde(default)]
@@ -43,6 +57,13 @@ pub struct UsageRecord {
     pub patch_count: u64,
     #[serde(default)]
     pub pinned: bool,
+    /// A new agent-made skill, not yet proven: true until `successful_uses` reaches
+    /// `skills.probation_uses`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub probation: bool,
+    /// Turns that loaded the skill and ended with an answer.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub successful_uses: u64,
     /// Fields written by other versions, kept as they were.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -72,6 +93,24 @@ impl Origin {
             Origin::User => "user",
             Origin::External => "external",
         }
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl UsageRecord {
+    /// Made by the agent (ours or Python Hermes's marker).
+    pub fn agent_created(&self) -> bool {
+        self.provenance.as_deref() == Some(AGENT_CREATED)
+            || self.created_by.as_deref() == Some("agent")
+            || self.extra.get("agent_created") == Some(&Value::Bool(true))
+    }
+
+    /// Still on probation when `required` successful uses are asked for.
+    pub fn on_probation(&self, required: u64) -> bool {
+        self.probation && self.successful_uses < required
     }
 }
 
@@ -157,20 +196,46 @@ fn save(skills_dir: &Path, raw: &Map<String, Value>) -> std::io::Result<()> {
     crate::util::atomic_write(&usage_path(skills_dir), text.as_bytes())
 }
 
-/// Records a skill the agent just created.
-pub fn mark_created(skills_dir: &Path, name: &str) -> std::io::Result<()> {
+/// Records a skill the agent just created; on probation when `probation` (a skill made again
+/// under an old name starts over).
+pub fn mark_created(skills_dir: &Path, name: &str, probation: bool) -> std::io::Result<()> {
     update(skills_dir, name, |r| {
         let t = now();
         r.provenance = Some(AGENT_CREATED.to_string());
+        r.created_by = Some("agent".to_string());
         r.created_at.get_or_insert_with(|| t.clone());
         r.updated_at = Some(t);
+        r.probation = probation;
+        r.successful_uses = 0;
     })
+}
+
+/// Counts a turn that loaded the skill and ended with an answer; ends probation once
+/// `required` such turns are reached. Returns true when this call ended it.
+pub fn mark_used_successfully(
+    skills_dir: &Path,
+    name: &str,
+    required: u64,
+) -> std::io::Result<bool> {
+    let mut ended = false;
+    update(skills_dir, name, |r| {
+        r.successful_uses += 1;
+        if r.probation && r.successful_uses >= required {
+            r.probation = false;
+            r.extra
+                .insert("probation_ended_at".into(), Value::String(now()));
+            ended = true;
+        }
+    })?;
+    Ok(ended)
 }
 
 /// Records a change by the agent (edit, patch, file write or removal).
 pub fn mark_updated(skills_dir: &Path, name: &str) -> std::io::Result<()> {
     update(skills_dir, name, |r| {
-        r.updated_at = Some(now());
+        let t = now();
+        r.updated_at = Some(t.clone());
+        r.last_patched_at = Some(t);
         r.patch_count += 1;
     })
 }
@@ -178,9 +243,11 @@ pub fn mark_updated(skills_dir: &Path, name: &str) -> std::io::Result<()> {
 /// Counts a `skill_view` (or a `/skill` invocation).
 pub fn mark_viewed(skills_dir: &Path, name: &str) -> std::io::Result<()> {
     update(skills_dir, name, |r| {
+        let t = now();
         r.view_count += 1;
         r.use_count += 1;
-        r.last_used_at = Some(now());
+        r.last_viewed_at = Some(t.clone());
+        r.last_used_at = Some(t);
     })
 }
 
@@ -225,11 +292,7 @@ pub fn origin(skills_dir: &Path, name: &str) -> Origin {
         Origin::Bundled
     } else if hub_names(skills_dir).iter().any(|n| n == name) {
         Origin::Hub
-    } else if record(skills_dir, name)
-        .and_then(|r| r.provenance)
-        .as_deref()
-        == Some(AGENT_CREATED)
-    {
+    } else if record(skills_dir, name).is_some_and(|r| r.agent_created()) {
         Origin::AgentCreated
     } else {
         Origin::User
@@ -248,7 +311,7 @@ mod tests {
             r#"{"old": {"use_count": 3, "future_field": [1]}, "weird": 5}"#,
         )
         .unwrap();
-        mark_created(dir.path(), "new-skill").unwrap();
+        mark_created(dir.path(), "new-skill", true).unwrap();
         mark_viewed(dir.path(), "old").unwrap();
         let text = std::fs::read_to_string(dir.path().join(USAGE_FILE)).unwrap();
         let v: Value = serde_json::from_str(&text).unwrap();
@@ -289,5 +352,35 @@ mod tests {
         assert_eq!(origin(dir.path(), "legacy"), Origin::Bundled);
         assert_eq!(origin(dir.path(), "pdf"), Origin::Hub);
         assert_eq!(hub_trust(dir.path(), "pdf").as_deref(), Some("trusted"));
+    }
+
+    #[test]
+    fn probation_ends_after_the_required_successful_uses() {
+        let dir = tempfile::tempdir().unwrap();
+        mark_created(dir.path(), "fresh", true).unwrap();
+        let r = record(dir.path(), "fresh").unwrap();
+        assert!(r.probation && r.on_probation(2));
+        assert_eq!(r.created_by.as_deref(), Some("agent"));
+        assert!(!mark_used_successfully(dir.path(), "fresh", 2).unwrap());
+        assert!(record(dir.path(), "fresh").unwrap().on_probation(2));
+        assert!(mark_used_successfully(dir.path(), "fresh", 2).unwrap());
+        let r = record(dir.path(), "fresh").unwrap();
+        assert!(!r.probation && r.successful_uses == 2);
+        assert!(r.extra.contains_key("probation_ended_at"));
+        // Python Hermes's own marker counts as agent-made too.
+        std::fs::write(
+            dir.path().join(USAGE_FILE),
+            r#"{"py": {"created_by": "agent", "state": "active", "use_count": 1}}"#,
+        )
+        .unwrap();
+        assert_eq!(origin(dir.path(), "py"), Origin::AgentCreated);
+        mark_viewed(dir.path(), "py").unwrap();
+        let v: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join(USAGE_FILE)).unwrap())
+                .unwrap();
+        assert_eq!(v["py"]["state"], "active");
+        assert_eq!(v["py"]["use_count"], 2);
+        assert!(v["py"]["last_viewed_at"].is_string());
+        assert!(v["py"].get("probation").is_none());
     }
 }

@@ -218,6 +218,16 @@ fn view_skill(
     if let Some(m) = &fm.metadata {
         out["metadata"] = m.clone();
     }
+    // A new agent-made skill is unproven: say so, so the model checks its steps.
+    if !skill.external
+        && crate::skills::usage::record(&config.home.skills_dir(), &skill.name)
+            .is_some_and(|r| r.on_probation(crate::skills::probation::required_uses(config)))
+    {
+        out["probation"] = json!(true);
+        out["probation_note"] = json!(
+            "New skill, not yet proven: follow it but check each step, and patch it if something is wrong or missing."
+        );
+    }
     Ok(out)
 }
 

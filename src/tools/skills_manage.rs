@@ -59,6 +59,9 @@ pub struct ManageArgs {
     /// write_file: the file's content.
     #[serde(default)]
     pub file_content: Option<String>,
+    /// create: even if a similar skill exists.
+    #[serde(default)]
+    pub force: bool,
 }
 
 pub struct SkillManage;
@@ -79,6 +82,7 @@ impl TypedTool for SkillManage {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .clone(),
+            probation_uses: crate::skills::probation::required_uses(&ctx.config),
         };
         let request = ManageRequest {
             action: args.action.as_str().to_string(),
@@ -90,6 +94,7 @@ impl TypedTool for SkillManage {
             replace_all: args.replace_all,
             file_path: args.file_path,
             file_content: args.file_content,
+            force: args.force,
         };
         blocking(move || {
             manage::run(&store, &request, &caller)

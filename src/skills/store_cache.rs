@@ -1,0 +1,267 @@
+//! The store's parse cache: parsed SKILL.md frontmatter by path, reused while the file's size
+//! and mtime are unchanged — in memory for the life of a `SkillStore` (and its clones), and, for
+//! the home store, on disk in `skills/.hub/store-index.json` so that a new process does not
+//! re-parse every SKILL.md before its first model request.
+//!
+//! Why `.hub/`: Python Hermes never looks for skills under `.hub` (it is in its excluded
+//! directories) and keeps its own hub files there under other names, so the file is invisible
+//! to it and shared by every hermes process of the home.
+//!
+//! Correctness before speed:
+//! - an entry is used only when path, size and mtime (nanoseconds) all match;
+//! - a file modified less than `RACY_SECS` before it was parsed is "racy" (a second edit in the
+//!   same mtime tick, with the same size, would be invisible): it is re-parsed on every lookup
+//!   and never written to disk, like git's racily-clean index entries;
+//! - entries a full scan did not see (deleted skills) are dropped before the file is written;
+//! - a file that cannot be read or decoded is logged and rebuilt, never an error; a file from
+//!   another format version or hermes version is ignored (the parser may have changed).
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::skills::skill::{Frontmatter, SkillDoc};
+
+/// The persistent index, relative to the skills directory.
+pub const INDEX_FILE: &str = ".hub/store-index.json";
+/// Bumped when the entry layout changes.
+const FORMAT: u32 = 1;
+/// A file changed this recently before its parse may change again unseen in the same tick.
+const RACY_SECS: u64 = 2;
+
+/// The parse of one SKILL.md: the frontmatter (the body is not kept: `SkillInfo::content`
+/// reads the file) or why it is unusable.
+pub type Parsed = Result<Arc<SkillDoc>, String>;
+
+#[derive(Debug, Clone)]
+struct Entry {
+    mtime_ns: Option<u128>,
+    len: u64,
+    /// Safe to reuse on an equal (len, mtime): the file was older than `RACY_SECS` when parsed.
+    settled: bool,
+    parsed: Parsed,
+}
+
+/// What the cache file holds.
+#[derive(Serialize, Deserialize)]
+struct OnDisk {
+    format: u32,
+    hermes: String,
+    entries: Vec<DiskEntry>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct DiskEntry {
+    path: PathBuf,
+    len: u64,
+    mtime_ns: u128,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    frontmatter: Option<Frontmatter>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    entries: HashMap<PathBuf, Entry>,
+    /// The persistent file, for the home store; `None` keeps the cache in memory only.
+    file: Option<PathBuf>,
+    /// The file has been read (once per cache).
+    loaded: bool,
+    /// Something changed since the file was read or written.
+    dirty: bool,
+}
+
+/// Parsed SKILL.md files by path; shared by a store and its clones.
+#[derive(Debug, Clone, Default)]
+pub struct ParseCache {
+    inner: Arc<Mutex<Inner>>,
+}
+
+fn mtime_ns(meta: &std::fs::Metadata) -> Option<u128> {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos())
+}
+
+/// True when the file was modified at least `RACY_SECS` before `now`.
+fn settled(mtime_ns: Option<u128>, now: SystemTime) -> bool {
+    let Some(mtime) = mtime_ns else { return false };
+    let Ok(now) = now.duration_since(UNIX_EPOCH) else {
+        return false;
+    };
+    mtime + Duration::from_secs(RACY_SECS).as_nanos() <= now.as_nanos()
+}
+
+impl ParseCache {
+    /// A cache that persists in `file` (read on first use, written by `finish_scan`).
+    pub fn persistent(file: PathBuf) -> ParseCache {
+        let cache = ParseCache::default();
+        cache.lock().file = Some(file);
+        cache
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The parse of `path`, from the cache when size and mtime match, else from `parse`.
+    pub fn get_or_parse(
+        &self,
+        path: &Path,
+        meta: &std::fs::Metadata,
+        parse: impl FnOnce() -> Parsed,
+    ) -> Parsed {
+        let mtime = mtime_ns(meta);
+        let len = meta.len();
+        {
+            let mut inner = self.lock();
+            inner.load_once();
+            if let Some(hit) = inner.entries.get(path)
+                && hit.settled
+                && hit.mtime_ns == mtime
+                && hit.len == len
+            {
+                return hit.parsed.clone();
+            }
+        }
+        let parsed = parse();
+        let mut inner = self.lock();
+        let settled = settled(mtime, SystemTime::now());
+        let unchanged = inner
+            .entries
+            .get(path)
+            .is_some_and(|old| old.mtime_ns == mtime && old.len == len && old.settled == settled);
+        if !unchanged {
+            inner.dirty = true;
+        }
+        inner.entries.insert(
+            path.to_path_buf(),
+            Entry {
+                mtime_ns: mtime,
+                len,
+                settled,
+                parsed: parsed.clone(),
+            },
+        );
+        parsed
+    }
+
+    /// After a full scan: forgets what the scan did not see and writes the file if anything
+    /// changed. A write failure is logged (the next process parses again), never an error.
+    pub fn finish_scan(&self, seen: &HashSet<PathBuf>) {
+        let (file, bytes) = {
+            let mut inner = self.lock();
+            let before = inner.entries.len();
+            inner.entries.retain(|p, _| seen.contains(p));
+            if inner.entries.len() != before {
+                inner.dirty = true;
+            }
+            let Some(file) = inner.file.clone() else {
+                return;
+            };
+            if !inner.dirty {
+                return;
+            }
+            inner.dirty = false;
+            (file, inner.encode())
+        };
+        let Some(bytes) = bytes else { return };
+        let write = file
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| crate::util::atomic_write(&file, &bytes));
+        if let Err(e) = write {
+            tracing::warn!(path = %file.display(), error = %e, "cannot save the skill index cache; the next process parses the skills again");
+        }
+    }
+}
+
+impl Inner {
+    /// Reads the persistent file once. Unreadable or foreign → start empty (logged).
+    fn load_once(&mut self) {
+        if self.loaded {
+            return;
+        }
+        self.loaded = true;
+        let Some(file) = &self.file else { return };
+        let bytes = match std::fs::read(file) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+            Err(e) => {
+                tracing::warn!(path = %file.display(), error = %e, "cannot read the skill index cache; rebuilding it");
+                self.dirty = true;
+                return;
+            }
+        };
+        let disk: OnDisk = match serde_json::from_slice(&bytes) {
+            Ok(disk) => disk,
+            Err(e) => {
+                tracing::warn!(path = %file.display(), error = %e, "the skill index cache is corrupt; rebuilding it");
+                self.dirty = true;
+                return;
+            }
+        };
+        if disk.format != FORMAT || disk.hermes != env!("CARGO_PKG_VERSION") {
+            tracing::info!(path = %file.display(), "the skill index cache is from another hermes version; rebuilding it");
+            self.dirty = true;
+            return;
+        }
+        for e in disk.entries {
+            let parsed = match (e.frontmatter, e.error) {
+                (Some(frontmatter), None) => Ok(Arc::new(SkillDoc {
+                    frontmatter,
+                    body: String::new(),
+                })),
+                (None, Some(error)) => Err(error),
+                // Neither or both: not something we wrote; parse that file again.
+                _ => continue,
+            };
+            self.entries.insert(
+                e.path,
+                Entry {
+                    mtime_ns: Some(e.mtime_ns),
+                    len: e.len,
+                    settled: true,
+                    parsed,
+                },
+            );
+        }
+    }
+
+    /// The settled entries as the file's bytes (`None` if encoding fails, logged).
+    fn encode(&self) -> Option<Vec<u8>> {
+        let mut entries: Vec<DiskEntry> = self
+            .entries
+            .iter()
+            // JSON holds UTF-8 paths only; another path is simply parsed again next time.
+            .filter(|(path, e)| e.settled && path.to_str().is_some())
+            .filter_map(|(path, e)| {
+                Some(DiskEntry {
+                    path: path.clone(),
+                    len: e.len,
+                    mtime_ns: e.mtime_ns?,
+                    frontmatter: e.parsed.as_ref().ok().map(|d| d.frontmatter.clone()),
+                    error: e.parsed.as_ref().err().cloned(),
+                })
+            })
+            .collect();
+        entries.sort_by(|a, b| a.path.cmp(&b.path));
+        let disk = OnDisk {
+            format: FORMAT,
+            hermes: env!("CARGO_PKG_VERSION").to_string(),
+            entries,
+        };
+        serde_json::to_vec(&disk)
+            .map_err(|e| tracing::warn!(error = %e, "cannot encode the skill index cache"))
+            .ok()
+    }
+}
+
+#[cfg(test)]
+#[path = "store_cache_tests.rs"]
+mod tests;

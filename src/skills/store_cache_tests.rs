@@ -1,0 +1,154 @@
+//! Tests of the persistent parse cache: reuse across stores (processes), invalidation by
+//! edit and delete, racy files, and a corrupt cache file.
+
+use std::path::Path;
+
+use crate::skills::SkillStore;
+use crate::skills::store_cache::{INDEX_FILE, ParseCache};
+
+fn write(root: &Path, rel: &str, description: &str) -> std::path::PathBuf {
+    let dir = root.join(rel);
+    std::fs::create_dir_all(&dir).unwrap();
+    let name = rel.rsplit('/').next().unwrap();
+    let path = dir.join("SKILL.md");
+    std::fs::write(
+        &path,
+        format!("---\nname: {name}\ndescription: {description}\n---\nbody\n"),
+    )
+    .unwrap();
+    age(&path, 3_600);
+    path
+}
+
+/// Moves a file's mtime into the past: installed skills are old, and a fresh one is "racy".
+fn age(path: &Path, secs: u64) {
+    let t = std::time::SystemTime::now() - std::time::Duration::from_secs(secs);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(t)
+        .unwrap();
+}
+
+/// A store as a new process would build it: an empty memory cache over the same file.
+fn store(root: &Path) -> SkillStore {
+    SkillStore::new(root).with_cache(ParseCache::persistent(root.join(INDEX_FILE)))
+}
+
+fn descriptions(store: &SkillStore) -> Vec<(String, String)> {
+    store
+        .scan()
+        .skills
+        .iter()
+        .map(|s| (s.name.clone(), s.description.clone()))
+        .collect()
+}
+
+#[test]
+fn a_new_process_reuses_the_index_without_parsing() {
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    let a = write(r, "cat/a", "one");
+    write(r, "b", "two");
+    assert_eq!(descriptions(&store(r)).len(), 2);
+    assert!(r.join(INDEX_FILE).is_file());
+    // Make the SKILL.md unparseable without changing size or mtime: a store that re-parsed it
+    // would report it invalid; one that trusts the index still sees "one".
+    let meta = std::fs::metadata(&a).unwrap();
+    let text = std::fs::read_to_string(&a).unwrap().replace("---", "+++");
+    std::fs::write(&a, text).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&a)
+        .unwrap()
+        .set_modified(meta.modified().unwrap())
+        .unwrap();
+    assert_eq!(
+        descriptions(&store(r)),
+        [("b".into(), "two".into()), ("a".into(), "one".into())]
+    );
+}
+
+#[test]
+fn edits_and_deletes_are_seen_by_the_next_process() {
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    let a = write(r, "a", "one");
+    write(r, "b", "two");
+    descriptions(&store(r));
+    // Same size, new mtime.
+    std::fs::write(
+        &a,
+        std::fs::read_to_string(&a).unwrap().replace("one", "uno"),
+    )
+    .unwrap();
+    age(&a, 1_800);
+    std::fs::remove_dir_all(r.join("b")).unwrap();
+    assert_eq!(descriptions(&store(r)), [("a".into(), "uno".into())]);
+    let index = std::fs::read_to_string(r.join(INDEX_FILE)).unwrap();
+    assert!(index.contains("uno") && !index.contains("two"), "{index}");
+}
+
+#[test]
+fn a_file_changed_just_now_is_never_trusted_on_size_and_mtime() {
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    let a = write(r, "a", "one");
+    std::fs::write(
+        &a,
+        std::fs::read_to_string(&a).unwrap().replace("one", "uno"),
+    )
+    .unwrap();
+    let s = store(r);
+    assert_eq!(descriptions(&s), [("a".into(), "uno".into())]);
+    // A second same-size edit within the same mtime tick: re-parsed, because it is recent.
+    let meta = std::fs::metadata(&a).unwrap();
+    std::fs::write(
+        &a,
+        std::fs::read_to_string(&a).unwrap().replace("uno", "dos"),
+    )
+    .unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&a)
+        .unwrap()
+        .set_modified(meta.modified().unwrap())
+        .unwrap();
+    assert_eq!(descriptions(&s), [("a".into(), "dos".into())]);
+    // Recent entries are not written to disk either.
+    let index = std::fs::read_to_string(r.join(INDEX_FILE)).unwrap_or_default();
+    assert!(!index.contains("dos"), "{index}");
+}
+
+#[test]
+fn a_corrupt_or_foreign_index_is_rebuilt() {
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    write(r, "a", "one");
+    std::fs::create_dir_all(r.join(".hub")).unwrap();
+    for junk in [
+        &b"{not json"[..],
+        b"\xff\xfe\x00garbage",
+        br#"{"format": 99, "hermes": "0.0.0", "entries": []}"#,
+        br#"{"format": 1, "hermes": "x", "entries": [{"path": 5}]}"#,
+    ] {
+        std::fs::write(r.join(INDEX_FILE), junk).unwrap();
+        assert_eq!(descriptions(&store(r)), [("a".into(), "one".into())]);
+        let index = std::fs::read_to_string(r.join(INDEX_FILE)).unwrap();
+        assert!(index.contains("\"one\""), "not rebuilt: {index}");
+    }
+}
+
+#[test]
+fn invalid_skills_are_cached_with_their_reason() {
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    std::fs::create_dir_all(r.join("broken")).unwrap();
+    std::fs::write(r.join("broken/SKILL.md"), "no frontmatter").unwrap();
+    age(&r.join("broken/SKILL.md"), 3_600);
+    assert_eq!(store(r).scan().invalid.len(), 1);
+    let second = store(r).scan();
+    assert_eq!(second.invalid.len(), 1);
+    assert!(second.invalid[0].error.contains("frontmatter"));
+}
