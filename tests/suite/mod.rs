@@ -16,6 +16,7 @@ pub mod cli_repl;
 pub mod cli_rough_edges;
 pub mod compaction;
 pub mod containment;
+pub mod doctor;
 pub mod failover;
 pub mod gateway_api;
 pub mod gateway_flood;
