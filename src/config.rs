@@ -6,6 +6,7 @@
 //! uses are accepted and left alone, so an existing `~/.hermes` keeps working.
 
 pub mod checkpoints;
+pub mod custom_providers;
 pub mod delegation;
 pub mod home;
 pub mod model_limits;

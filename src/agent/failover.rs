@@ -48,7 +48,7 @@ impl Failover {
             .as_str()
             .map(Strategy::parse)
             .unwrap_or(Strategy::FillFirst);
-        let extra = extra_keys(config, &primary.name);
+        let extra = extra_keys(config, primary);
         let mut seeds: Vec<Seed<'_>> = primary
             .api_key
             .as_deref()
@@ -264,9 +264,10 @@ pub fn pool_key(p: &Provider) -> String {
 }
 
 /// More keys for a provider: `providers.<name>.api_keys: [...]` in config.yaml and
-/// `<KEY_VAR>_2` … `<KEY_VAR>_9` in the environment / `.env` (e.g. `OPENAI_API_KEY_2`).
-fn extra_keys(config: &Config, provider: &str) -> Vec<(String, &'static str)> {
-    let mut keys: Vec<(String, &'static str)> = config.raw["providers"][provider]["api_keys"]
+/// `<KEY_VAR>_2` … `<KEY_VAR>_9` of the provider's own key variable (from the provider table,
+/// carried as `Provider::key_env`), in the environment / `.env` (e.g. `OPENROUTER_API_KEY_2`).
+fn extra_keys(config: &Config, provider: &Provider) -> Vec<(String, &'static str)> {
+    let mut keys: Vec<(String, &'static str)> = config.raw["providers"][&provider.name]["api_keys"]
         .as_array()
         .map(|list| {
             list.iter()
@@ -275,14 +276,13 @@ fn extra_keys(config: &Config, provider: &str) -> Vec<(String, &'static str)> {
                 .collect()
         })
         .unwrap_or_default();
-    let var = match provider {
-        "openai" => "OPENAI_API_KEY",
-        "openrouter" => "OPENROUTER_API_KEY",
-        "anthropic" => "ANTHROPIC_API_KEY",
-        _ => "CUSTOM_API_KEY",
-    };
-    for n in 2..=9 {
-        if let Some(k) = config.env.get(&format!("{var}_{n}")) {
+    let vars = provider
+        .key_env
+        .as_deref()
+        .map(provider::table::pooled_key_vars)
+        .unwrap_or_default();
+    for var in vars {
+        if let Some(k) = config.env.get(&var) {
             keys.push((k.to_string(), "env"));
         }
     }

@@ -125,6 +125,9 @@ pub enum Command {
         /// Print one JSON object (stable keys) instead of text.
         #[arg(long)]
         json: bool,
+        /// Make the safe repairs (secret files to mode 0600, rebuild the search index) and say what was done.
+        #[arg(long)]
+        fix: bool,
     },
     /// Show the last lines of $HERMES_HOME/logs, or follow them.
     Logs(crate::cli::logs_cmd::LogsArgs),

@@ -77,8 +77,7 @@ impl CliError {
 
 /// Runs the parsed command line; returns the process exit code.
 pub fn run(cli: Cli) -> Result<u8, CliError> {
-    let config = setup::load_config()?;
-    setup::init_logging(&config);
+    let loaded = setup::load_config();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -88,6 +87,20 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
                 "cannot start hermes's worker threads ({e}): the system is out of threads or processes; try again when fewer programs run"
             ))
         })?;
+    let config = match (loaded, &cli.command) {
+        (Ok(config), _) => config,
+        // The doctor is where a user goes when the config is broken: it reports, not refuses.
+        (Err(e), Some(args::Command::Doctor { json, fix })) => {
+            let options = doctor::Options {
+                json: *json,
+                fix: *fix,
+                run: cli.run.clone(),
+            };
+            return doctor::run_without_config(&runtime, e, options);
+        }
+        (Err(e), _) => return Err(e),
+    };
+    setup::init_logging(&config);
     match cli.command {
         Some(args::Command::Sessions { action }) => {
             let store = setup::open_store(&config)?;
@@ -107,8 +120,17 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
             gateway_cmd::send(&runtime, &config, &target, &text)
         }
         Some(args::Command::Checkpoints { action }) => checkpoints_cmd::run(&config, action),
+        Some(args::Command::Doctor { json, fix }) => doctor::run(
+            &runtime,
+            &config,
+            None,
+            doctor::Options {
+                json,
+                fix,
+                run: cli.run.clone(),
+            },
+        ),
         Some(args::Command::Claw { action }) => claw::run(&config, action),
-        Some(args::Command::Doctor { json }) => doctor::run(&config, json),
         Some(args::Command::Logs(logs)) => logs_cmd::run(&config, logs),
         Some(args::Command::Completion { shell }) => completion_cmd::run(shell),
         Some(args::Command::Insights { days, json }) => {

@@ -1,12 +1,15 @@
 //! `Provider` (a provider is data: name, base URL, key, wire protocol, timeouts) and its resolution
-//! from flags, config.yaml, environment and local servers.
+//! from flags, config.yaml, environment and local servers. Which providers exist, and everything
+//! that depends on their names, comes from the table in `provider/table.rs`.
 
 use std::fmt;
 use std::time::Duration;
 
 use crate::llm::prompt_cache::CacheTtl;
 
+pub mod table;
 mod wire_api;
+pub use table::{Detect, ProviderRow, ProviderSpec, ProviderTable};
 pub use wire_api::WireApi;
 
 /// A resolved provider: everything needed to make a call.
@@ -19,6 +22,9 @@ pub struct Provider {
     pub base_url: String,
     /// `None` for endpoints that need no key (local servers, custom endpoints).
     pub api_key: Option<String>,
+    /// The variable the key is read from (from the provider table); its credential pool also
+    /// reads `<key_env>_2` … `<key_env>_9`.
+    pub key_env: Option<String>,
     pub wire_api: WireApi,
     /// Lifetime of prompt-cache entries where caching markers are sent (Claude on the Messages
     /// API or through OpenRouter); from `prompt_caching.cache_ttl`.
@@ -43,6 +49,7 @@ impl Provider {
             model: model.to_string(),
             base_url: base_url.trim_end_matches('/').to_string(),
             api_key: api_key.filter(|k| !k.is_empty()),
+            key_env: None,
             wire_api: WireApi::detect(name, base_url),
             cache_ttl: crate::llm::prompt_cache::CacheTtl::default(),
             headers: Vec::new(),
@@ -76,74 +83,11 @@ pub struct ProviderFlags {
     pub api_key: Option<String>,
 }
 
-/// A vendor we know how to reach without configuration beyond a key.
-struct KnownProvider {
-    name: &'static str,
-    base_url: &'static str,
-    key_env: Option<&'static str>,
-    base_env: Option<&'static str>,
-}
-
-const KNOWN: &[KnownProvider] = &[
-    KnownProvider {
-        name: "openai",
-        base_url: "https://api.openai.com/v1",
-        key_env: Some("OPENAI_API_KEY"),
-        base_env: Some("OPENAI_BASE_URL"),
-    },
-    KnownProvider {
-        name: "openrouter",
-        base_url: "https://openrouter.ai/api/v1",
-        key_env: Some("OPENROUTER_API_KEY"),
-        base_env: None,
-    },
-    KnownProvider {
-        name: "anthropic",
-        base_url: "https://api.anthropic.com/v1",
-        key_env: Some("ANTHROPIC_API_KEY"),
-        base_env: Some("ANTHROPIC_BASE_URL"),
-    },
-    KnownProvider {
-        name: "custom",
-        base_url: "",
-        key_env: Some("CUSTOM_API_KEY"),
-        base_env: Some("CUSTOM_BASE_URL"),
-    },
-    KnownProvider {
-        name: "ollama",
-        base_url: "http://127.0.0.1:11434/v1",
-        key_env: None,
-        base_env: Some("OLLAMA_BASE_URL"),
-    },
-    KnownProvider {
-        name: "llamacpp",
-        base_url: "http://127.0.0.1:8080/v1",
-        key_env: None,
-        base_env: None,
-    },
-    KnownProvider {
-        name: "vllm",
-        base_url: "http://127.0.0.1:8000/v1",
-        key_env: None,
-        base_env: None,
-    },
-];
-
-/// Local servers probed when nothing else is configured, in this order.
-const LOCAL_PROBES: &[&str] = &["ollama", "llamacpp", "vllm"];
-
 #[derive(Debug, thiserror::Error)]
 pub enum ProviderError {
-    #[error(
-        "no LLM provider is configured. Set one of:\n  \
-         --provider custom --base-url URL -m MODEL   (or CUSTOM_BASE_URL=URL with --provider custom)\n  \
-         OPENAI_API_KEY=...          (OpenAI; add OPENAI_BASE_URL for any OpenAI-compatible server)\n  \
-         OPENROUTER_API_KEY=...      (OpenRouter)\n  \
-         ANTHROPIC_API_KEY=...       (Anthropic)\n  \
-         model: {{provider: custom, base_url: URL, default: MODEL}}   in {config}\n\
-         or start a local server (Ollama on :11434, llama.cpp on :8080, vLLM on :8000)."
-    )]
-    NothingConfigured { config: String },
+    /// The help lists every way to configure one (derived from the provider table).
+    #[error("{help}")]
+    NothingConfigured { help: String },
     #[error(
         "unknown provider `{name}`; use one of: {known} (any OpenAI-compatible server works as `custom` with --base-url)"
     )]
@@ -156,6 +100,8 @@ pub enum ProviderError {
     NoBaseUrl { name: String, env: String },
     #[error("provider `{name}` needs an API key: pass --api-key or set {env}")]
     NoApiKey { name: String, env: String },
+    #[error("{0}")]
+    CustomProviders(#[from] crate::config::custom_providers::CustomProvidersError),
     #[error(
         "no model selected for provider `{name}` at {base_url}: pass -m MODEL or set model.default in config.yaml{detail}"
     )]
@@ -200,84 +146,87 @@ pub async fn resolve(inputs: ResolveInputs<'_>) -> Result<Provider, ProviderErro
     });
     let explicit_key = flags.api_key.clone().or_else(|| cfg.api_key.clone());
 
-    let (name, base_url, key) = if explicit_name.is_some() || explicit_base.is_some() {
-        let name = explicit_name
-            .map(|n| normalize_name(&n))
-            .unwrap_or_else(|| "custom".to_string());
-        let known = lookup(&name)?;
-        let base = explicit_base
-            .or_else(|| known.base_env.and_then(|e| env.get(e)).map(str::to_string))
-            .or_else(|| (!known.base_url.is_empty()).then(|| known.base_url.to_string()))
-            .ok_or_else(|| ProviderError::NoBaseUrl {
-                name: name.clone(),
-                env: known.base_env.unwrap_or("CUSTOM_BASE_URL").to_string(),
+    let table = ProviderTable::for_config(config)?;
+    let env_var = |var: &Option<String>| {
+        var.as_deref()
+            .and_then(|v| env.get(v))
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
+    };
+
+    let (row, name, base_url, key) = if explicit_name.is_some() || explicit_base.is_some() {
+        let name = explicit_name.unwrap_or_else(|| "custom".to_string());
+        let row = table
+            .find(&name)
+            .ok_or_else(|| ProviderError::UnknownProvider {
+                name: name.trim().to_string(),
+                known: table.names().join(", "),
             })?;
-        let key =
-            explicit_key.or_else(|| known.key_env.and_then(|e| env.get(e)).map(str::to_string));
-        (name, base, key)
-    } else if let Some(key) = env
-        .get("OPENAI_API_KEY")
-        .map(str::to_string)
-        .or_else(|| env.get("OPENAI_BASE_URL").map(|_| String::new()))
-    {
-        // 3. Environment.
-        let base = env
-            .get("OPENAI_BASE_URL")
-            .unwrap_or("https://api.openai.com/v1")
-            .to_string();
-        let name = if env.get("OPENAI_BASE_URL").is_some() {
-            "custom"
+        let base = explicit_base
+            .or_else(|| env_var(&row.base_env))
+            .or_else(|| (!row.base_url.is_empty()).then(|| row.base_url.clone()))
+            .ok_or_else(|| ProviderError::NoBaseUrl {
+                name: row.name.clone(),
+                env: row
+                    .base_env
+                    .clone()
+                    .unwrap_or_else(|| "CUSTOM_BASE_URL".to_string()),
+            })?;
+        let key = explicit_key
+            .or_else(|| env_var(&row.key_env))
+            .or_else(|| row.api_key.clone());
+        (row, row.name.clone(), base, key)
+    } else if let Some(row) = table.env_detected().into_iter().find(|r| {
+        env_var(&r.key_env).is_some() || (r.env_base_means_custom && env_var(&r.base_env).is_some())
+    }) {
+        // 3. Environment, in the table's detection order.
+        let env_base = env_var(&row.base_env);
+        let name = if row.env_base_means_custom && env_base.is_some() {
+            "custom".to_string()
         } else {
-            "openai"
+            row.name.clone()
         };
-        (name.to_string(), base, explicit_key.or(Some(key)))
-    } else if let Some(key) = env.get("OPENROUTER_API_KEY") {
+        let base = env_base.unwrap_or_else(|| row.base_url.clone());
         (
-            "openrouter".to_string(),
-            "https://openrouter.ai/api/v1".to_string(),
-            explicit_key.or(Some(key.to_string())),
-        )
-    } else if let Some(key) = env.get("ANTHROPIC_API_KEY") {
-        let base = env
-            .get("ANTHROPIC_BASE_URL")
-            .unwrap_or("https://api.anthropic.com/v1");
-        (
-            "anthropic".to_string(),
-            base.to_string(),
-            explicit_key.or(Some(key.to_string())),
+            row,
+            name,
+            base,
+            explicit_key.or_else(|| env_var(&row.key_env)),
         )
     } else {
         // 4. A local server that answers.
-        let found = probe_local(probe_timeout).await;
+        let found = probe_local(&table, probe_timeout).await;
         match found {
-            Some((name, base, models)) => {
-                let model = model.or_else(|| models.into_iter().next()).ok_or_else(|| {
-                    ProviderError::NoModel {
-                        name: name.to_string(),
-                        base_url: base.clone(),
+            Some((row, models)) => {
+                let model = model
+                    .or_else(|| row.default_model.clone())
+                    .or_else(|| models.into_iter().next())
+                    .ok_or_else(|| ProviderError::NoModel {
+                        name: row.name.clone(),
+                        base_url: row.base_url.clone(),
                         detail: " (the server lists no models)".into(),
-                    }
-                })?;
-                let mut provider = Provider::new(name, &model, &base, None);
+                    })?;
+                let mut provider = Provider::new(&row.name, &model, &row.base_url, None);
                 provider.cache_ttl = CacheTtl::from_config(&config.raw);
                 config.model_limits.apply(&mut provider);
                 return Ok(provider);
             }
             None => {
                 return Err(ProviderError::NothingConfigured {
-                    config: config.home.config_path().display().to_string(),
+                    help: table
+                        .nothing_configured_help(&config.home.config_path().display().to_string()),
                 });
             }
         }
     };
 
     let key = key.filter(|k| !k.is_empty());
-    if key.is_none() && matches!(name.as_str(), "openai" | "openrouter" | "anthropic") {
+    if key.is_none() && row.key_required && name == row.name {
         return Err(ProviderError::NoApiKey {
-            env: lookup(&name)?
+            env: row
                 .key_env
-                .unwrap_or("OPENAI_API_KEY")
-                .to_string(),
+                .clone()
+                .unwrap_or_else(|| "api_key in config.yaml".into()),
             name,
         });
     }
@@ -292,9 +241,11 @@ pub async fn resolve(inputs: ResolveInputs<'_>) -> Result<Provider, ProviderErro
             mode: mode.to_string(),
             config: config.home.config_path().display().to_string(),
         })?,
-        None => WireApi::detect(&name, &base_url),
+        None => row
+            .wire_api
+            .unwrap_or_else(|| WireApi::detect(&name, &base_url)),
     };
-    let model = match model {
+    let model = match model.or_else(|| row.default_model.clone()) {
         Some(m) => m,
         None => list_models_for(wire_api, &base_url, key.as_deref(), probe_timeout)
             .await
@@ -306,39 +257,26 @@ pub async fn resolve(inputs: ResolveInputs<'_>) -> Result<Provider, ProviderErro
             })?,
     };
     let mut provider = Provider::new(&name, &model, &base_url, key);
+    provider.key_env = row.key_env.clone();
     provider.wire_api = wire_api;
+    provider.headers = row.headers.clone();
     provider.cache_ttl = CacheTtl::from_config(&config.raw);
     config.model_limits.apply(&mut provider);
+    if let Some(timeout) = row.request_timeout {
+        provider.request_timeout = timeout;
+    }
     Ok(provider)
 }
 
-fn normalize_name(name: &str) -> String {
-    match name.trim().to_ascii_lowercase().as_str() {
-        "llama.cpp" | "llama-cpp" | "llamacpp" => "llamacpp".to_string(),
-        "openai-compatible" | "local" => "custom".to_string(),
-        "claude" => "anthropic".to_string(),
-        other => other.to_string(),
-    }
-}
-
-fn lookup(name: &str) -> Result<&'static KnownProvider, ProviderError> {
-    KNOWN
-        .iter()
-        .find(|k| k.name == name)
-        .ok_or_else(|| ProviderError::UnknownProvider {
-            name: name.to_string(),
-            known: KNOWN.iter().map(|k| k.name).collect::<Vec<_>>().join(", "),
-        })
-}
-
-/// Probes the local servers concurrently; the first in `LOCAL_PROBES` order that answers wins.
-async fn probe_local(timeout: Duration) -> Option<(&'static str, String, Vec<String>)> {
-    let probes = LOCAL_PROBES.iter().filter_map(|name| {
-        let known = KNOWN.iter().find(|k| k.name == *name)?;
-        Some(async move {
-            let models = list_models(known.base_url, None, timeout).await;
-            models.map(|m| (known.name, known.base_url.to_string(), m))
-        })
+/// Probes the table's local servers concurrently; the first in preference order that answers
+/// wins.
+async fn probe_local(
+    table: &ProviderTable,
+    timeout: Duration,
+) -> Option<(&ProviderRow, Vec<String>)> {
+    let probes = table.local_probes().into_iter().map(|row| async move {
+        let models = list_models(&row.base_url, None, timeout).await;
+        models.map(|m| (row, m))
     });
     futures::future::join_all(probes)
         .await

@@ -187,7 +187,7 @@ const TITLE_INDEX_SQL: &str = "CREATE UNIQUE INDEX IF NOT EXISTS idx_sessions_ti
 const FTS_DOC: &str = "COALESCE(new.content, '') || ' ' || COALESCE(new.tool_name, '') || ' ' || COALESCE(new.tool_calls, '')";
 
 /// The names of the six triggers that keep the FTS tables in step with `messages`.
-const FTS_TRIGGERS: [&str; 6] = [
+pub const FTS_TRIGGERS: [&str; 6] = [
     "messages_fts_insert",
     "messages_fts_delete",
     "messages_fts_update",

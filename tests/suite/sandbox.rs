@@ -340,7 +340,7 @@ fn a_limit_that_cannot_apply_is_said_once_on_stderr_and_in_doctor() {
             .stdout,
     )
     .unwrap();
-    assert_eq!(json[1]["title"], "terminal");
+    assert_eq!(json["sections"][1]["title"], "terminal");
 
     let mock = MockLlm::with_script([
         Reply::tool_call("c1", "terminal", json!({"command": "echo one"})),

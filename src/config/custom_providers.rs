@@ -1,0 +1,166 @@
+//! `custom_providers:` in config.yaml (Python Hermes's list format): each entry adds a row to the
+//! provider table (`llm::provider::table`), selected with `--provider NAME` / `model.provider:
+//! NAME` (or `custom:NAME`). Typed here; the provider table turns an entry into a row.
+//!
+//! ```yaml
+//! custom_providers:
+//!   - name: My Gateway            # selected as `my-gateway` or `custom:my-gateway`
+//!     base_url: https://gw.example/v1
+//!     key_env: MY_GATEWAY_KEY      # or api_key: ... (pooled keys: MY_GATEWAY_KEY_2..9)
+//!     model: some-model            # the default model
+//!     api_mode: chat_completions   # or anthropic_messages
+//!     extra_headers: {X-Team: a}
+//! ```
+//! Python-only fields (`models`, `context_length`, `extra_body`, ...) are accepted and ignored,
+//! as Python Hermes ignores unknown ones.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// One `custom_providers` entry.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct CustomProvider {
+    pub name: String,
+    #[serde(alias = "baseUrl", alias = "url", alias = "api")]
+    pub base_url: String,
+    #[serde(alias = "apiKey")]
+    pub api_key: Option<String>,
+    #[serde(alias = "keyEnv", alias = "api_key_env", alias = "apiKeyEnv")]
+    pub key_env: Option<String>,
+    #[serde(alias = "apiMode", alias = "transport")]
+    pub api_mode: Option<String>,
+    #[serde(alias = "default_model", alias = "defaultModel")]
+    pub model: Option<String>,
+    pub extra_headers: BTreeMap<String, String>,
+    pub request_timeout_seconds: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CustomProvidersError {
+    #[error(
+        "custom_providers in config.yaml must be a list (start each entry with `- name: ...`), found {0}"
+    )]
+    NotAList(&'static str),
+    #[error("custom_providers entry {index} in config.yaml: {message}")]
+    Entry { index: usize, message: String },
+}
+
+impl CustomProvider {
+    /// The name it is selected by: lower case, spaces as `-` (Python Hermes's normalisation).
+    pub fn slug(&self) -> String {
+        normalize(&self.name)
+    }
+}
+
+/// Python Hermes's custom-provider name normalisation.
+pub fn normalize(name: &str) -> String {
+    name.trim().to_lowercase().replace(' ', "-")
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "nothing",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
+
+/// Reads the `custom_providers` value of config.yaml (`Null` when absent).
+pub fn parse(value: &Value) -> Result<Vec<CustomProvider>, CustomProvidersError> {
+    let entries = match value {
+        Value::Null => return Ok(Vec::new()),
+        Value::Array(entries) => entries,
+        other => return Err(CustomProvidersError::NotAList(kind(other))),
+    };
+    let mut out: Vec<CustomProvider> = Vec::with_capacity(entries.len());
+    for (i, entry) in entries.iter().enumerate() {
+        let index = i + 1;
+        let err = |message: String| CustomProvidersError::Entry { index, message };
+        if !entry.is_object() {
+            return Err(err(format!(
+                "expected a mapping with name and base_url, found {}",
+                kind(entry)
+            )));
+        }
+        let provider: CustomProvider =
+            serde_path_to_error::deserialize(entry.clone()).map_err(|e| {
+                let at = e.path().to_string();
+                err(format!("`{at}`: {}", e.into_inner()))
+            })?;
+        if provider.slug().is_empty() {
+            return Err(err("has no `name`; add `name: my-provider`".into()));
+        }
+        let url = provider.base_url.trim();
+        if !(url.starts_with("http://") || url.starts_with("https://"))
+            || url.len() <= "https://".len()
+        {
+            return Err(err(format!(
+                "`{}` has no usable base_url ({:?}); set `base_url: https://host/v1`",
+                provider.name, provider.base_url
+            )));
+        }
+        if out.iter().any(|p| p.slug() == provider.slug()) {
+            return Err(err(format!(
+                "the name `{}` is used twice; give each custom provider its own name",
+                provider.name
+            )));
+        }
+        out.push(provider);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn yaml(text: &str) -> Value {
+        serde_saphyr::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn python_entries_parse_with_aliases() {
+        let list = parse(&yaml(
+            "- name: My Gateway\n  url: http://gw:1/v1\n  apiKey: k\n  transport: anthropic_messages\n  default_model: m\n  context_length: 8000\n  models: [a, b]\n  extra_headers: {X-Team: a}\n",
+        ))
+        .unwrap();
+        assert_eq!(list.len(), 1);
+        let p = &list[0];
+        assert_eq!(p.slug(), "my-gateway");
+        assert_eq!(p.base_url, "http://gw:1/v1");
+        assert_eq!(p.api_key.as_deref(), Some("k"));
+        assert_eq!(p.api_mode.as_deref(), Some("anthropic_messages"));
+        assert_eq!(p.model.as_deref(), Some("m"));
+        assert_eq!(p.extra_headers["X-Team"], "a");
+    }
+
+    #[test]
+    fn bad_shapes_are_readable_errors() {
+        let e = parse(&yaml("name: x\n")).unwrap_err().to_string();
+        assert!(e.contains("must be a list"), "{e}");
+        let e = parse(&yaml("- name: x\n")).unwrap_err().to_string();
+        assert!(e.contains("entry 1") && e.contains("base_url"), "{e}");
+        let e = parse(&yaml("- base_url: http://h/v1\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("name"), "{e}");
+        let e = parse(&yaml(
+            "- name: a\n  base_url: http://h/v1\n  key_env: [1]\n",
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("key_env"), "{e}");
+        let e = parse(&yaml(
+            "- {name: A, base_url: 'http://h/v1'}\n- {name: a, base_url: 'http://i/v1'}\n",
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("entry 2") && e.contains("twice"), "{e}");
+    }
+}
