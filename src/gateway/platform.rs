@@ -1,8 +1,9 @@
 //! The platform boundary: the `PlatformAdapter` trait every chat platform implements, the inbound
 //! `MessageEvent` / `SessionSource` model (reference §12.2) and session keys (§12.3).
 //!
-//! Adding a platform is one file implementing [`PlatformAdapter`]; routing, ordering, chunking,
-//! the delivery ledger and hooks live in the runner, not in adapters.
+//! A platform is a file implementing [`PlatformAdapter`] plus, for now, its name in
+//! `gateway/mod.rs` (configuration and constructor); routing, ordering, chunking, the delivery
+//! ledger and hooks live in the runner, not in adapters.
 
 use std::time::Duration;
 

@@ -140,8 +140,9 @@ fn official_openai_python_client_works_in_both_modes() {
         .output()
         .is_ok_and(|o| o.status.success());
     if !has_client {
-        eprintln!(
-            "skipped: the `openai` Python package is not installed (scripts/test installs it)"
+        crate::support::cross_check::cannot_run(
+            "official_openai_python_client_works_in_both_modes",
+            "the `openai` Python package is not installed",
         );
         return;
     }

@@ -32,6 +32,7 @@ pub mod memory_e2e;
 pub mod model_limits;
 pub mod patch_e2e;
 pub mod sandbox;
+pub mod seams_mocks;
 pub mod seams_providers;
 pub mod seams_tools;
 pub mod session_search_e2e;

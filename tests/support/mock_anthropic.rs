@@ -39,6 +39,8 @@ struct MockState {
     requests: Vec<Recorded>,
     aborted_streams: usize,
     finished_streams: usize,
+    /// Protocol invariant violations: `request #N: what`.
+    violations: Vec<String>,
 }
 
 type Shared = Arc<Mutex<MockState>>;
@@ -53,6 +55,96 @@ fn lock(shared: &Shared) -> MutexGuard<'_, MockState> {
 pub struct MockAnthropic {
     server: BackgroundServer,
     shared: Shared,
+}
+
+impl Drop for MockAnthropic {
+    fn drop(&mut self) {
+        let violations = std::mem::take(&mut lock(&self.shared).violations);
+        if !violations.is_empty() && !std::thread::panicking() {
+            panic!(
+                "hermes sent requests the Messages API rejects:\n{}",
+                violations.join("\n")
+            );
+        }
+    }
+}
+
+fn blocks(message: &Value) -> Vec<Value> {
+    match &message["content"] {
+        Value::Array(b) => b.clone(),
+        Value::String(t) => vec![json!({"type": "text", "text": t})],
+        _ => Vec::new(),
+    }
+}
+
+/// What the Messages API would reject in `request` (checked on every request): a `tool_use`
+/// without its `tool_result` in the next user message, a result without its call in the
+/// assistant message before it, an empty assistant turn or text block, and tool blocks in a
+/// request that defines no `tools` ("Requests which include `tool_use` or `tool_result` blocks
+/// must define tools").
+pub fn protocol_violations(request: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let Some(messages) = request["messages"].as_array() else {
+        return out;
+    };
+    let has_tools = request["tools"].as_array().is_some_and(|t| !t.is_empty());
+    let mut open: Vec<String> = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        let role = m["role"].as_str().unwrap_or_default();
+        let content = blocks(m);
+        let kind = |b: &Value| b["type"].as_str().unwrap_or_default().to_string();
+        if !has_tools
+            && content
+                .iter()
+                .any(|b| matches!(kind(b).as_str(), "tool_use" | "tool_result"))
+        {
+            out.push(format!(
+                "messages[{i}]: tool_use/tool_result blocks in a request without tools"
+            ));
+        }
+        for b in &content {
+            if kind(b) == "text" && b["text"].as_str().is_none_or(str::is_empty) {
+                out.push(format!("messages[{i}]: empty text block"));
+            }
+        }
+        let results: Vec<String> = content
+            .iter()
+            .filter(|b| kind(b) == "tool_result")
+            .filter_map(|b| b["tool_use_id"].as_str().map(String::from))
+            .collect();
+        for id in &results {
+            match open.iter().position(|c| c == id) {
+                Some(at) => {
+                    open.remove(at);
+                }
+                None => out.push(format!(
+                    "messages[{i}]: tool_result for `{id}` without its tool_use in the assistant message before it"
+                )),
+            }
+        }
+        if !open.is_empty() {
+            out.push(format!(
+                "messages[{i}]: tool_use {open:?} without a tool_result in this message"
+            ));
+            open.clear();
+        }
+        if role == "assistant" {
+            if content.is_empty() {
+                out.push(format!("messages[{i}]: empty assistant turn"));
+            }
+            open = content
+                .iter()
+                .filter(|b| kind(b) == "tool_use")
+                .filter_map(|b| b["id"].as_str().map(String::from))
+                .collect();
+        }
+    }
+    if !open.is_empty() {
+        out.push(format!(
+            "tool_use {open:?} at the end of the request has no result"
+        ));
+    }
+    out
 }
 
 impl MockAnthropic {
@@ -523,13 +615,23 @@ async fn messages(State(shared): State<Shared>, headers: HeaderMap, body: String
         .as_str()
         .unwrap_or("claude-mock")
         .to_string();
+    let violations = protocol_violations(&request);
     let (number, reply) = {
         let mut state = lock(&shared);
         state.requests.push(Recorded {
             body: request,
             headers: recorded_headers,
         });
-        (state.requests.len(), state.script.pop_front())
+        let number = state.requests.len();
+        if !violations.is_empty() {
+            for v in &violations {
+                state.violations.push(format!("request #{number}: {v}"));
+            }
+            let message = format!("mock: invalid request: {}", violations.join("; "));
+            let body = error_body("invalid_request_error", &message);
+            return (StatusCode::BAD_REQUEST, axum::Json(body)).into_response();
+        }
+        (number, state.script.pop_front())
     };
     if parsed.is_none() {
         let body = error_body(

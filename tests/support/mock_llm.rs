@@ -8,6 +8,11 @@
 //! otherwise. An empty script answers 500 "mock script exhausted" so a test that makes one call
 //! too many fails loudly. `GET /v1/models` lists models (for local-server probing).
 //!
+//! Every request is checked against the protocol invariants a real server enforces (as codex-rs's
+//! test server does): every tool call has its result right after it, no result without its call,
+//! no empty assistant turn. A violating request is answered 400 like the real API, and the mock
+//! panics when dropped, so the test that caused it fails even if hermes survived the 400.
+//!
 //! Only axum, tokio, serde_json and futures are used.
 
 #![allow(dead_code, clippy::expect_used)]
@@ -48,6 +53,8 @@ struct MockState {
     aborted_streams: usize,
     /// SSE bodies sent to the end (`[DONE]`) or cut on purpose.
     finished_streams: usize,
+    /// Protocol invariant violations: `request #N: what`.
+    violations: Vec<String>,
 }
 
 type Shared = Arc<Mutex<MockState>>;
@@ -63,6 +70,78 @@ fn lock(shared: &Shared) -> MutexGuard<'_, MockState> {
 pub struct MockLlm {
     server: BackgroundServer,
     shared: Shared,
+}
+
+impl Drop for MockLlm {
+    fn drop(&mut self) {
+        let violations = std::mem::take(&mut lock(&self.shared).violations);
+        if !violations.is_empty() && !std::thread::panicking() {
+            panic!(
+                "hermes sent requests that break the chat completions protocol:\n{}",
+                violations.join("\n")
+            );
+        }
+    }
+}
+
+/// What a real chat completions server would reject in `request`'s messages.
+pub fn protocol_violations(request: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let Some(messages) = request["messages"].as_array() else {
+        return out;
+    };
+    // Ids of the assistant message's calls still waiting for their result, while the messages
+    // right after it are tool results.
+    let mut open: Option<Vec<String>> = None;
+    for (i, m) in messages.iter().enumerate() {
+        let role = m["role"].as_str().unwrap_or_default();
+        if role == "tool" {
+            let id = m["tool_call_id"].as_str().unwrap_or_default();
+            match open.as_mut().and_then(|ids| ids.iter().position(|c| c == id).map(|at| (ids, at))) {
+                Some((ids, at)) => {
+                    ids.remove(at);
+                }
+                None => out.push(format!(
+                    "messages[{i}]: tool result for `{id}` without its call in the assistant message before it"
+                )),
+            }
+            continue;
+        }
+        if let Some(ids) = open.take()
+            && !ids.is_empty()
+        {
+            out.push(format!(
+                "messages[{i}]: tool calls {ids:?} have no result before this message"
+            ));
+        }
+        if role == "assistant" {
+            let calls: Vec<String> = m["tool_calls"]
+                .as_array()
+                .map(|c| {
+                    c.iter()
+                        .filter_map(|c| c["id"].as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let text = m["content"].as_str().map(str::trim).unwrap_or_default();
+            if calls.is_empty() && text.is_empty() && !m["content"].is_array() {
+                out.push(format!(
+                    "messages[{i}]: empty assistant turn (no text, no tool calls)"
+                ));
+            }
+            if !calls.is_empty() {
+                open = Some(calls);
+            }
+        }
+    }
+    if let Some(ids) = open
+        && !ids.is_empty()
+    {
+        out.push(format!(
+            "tool calls {ids:?} at the end of the request have no result"
+        ));
+    }
+    out
 }
 
 impl MockLlm {
@@ -644,6 +723,7 @@ async fn chat_completions(
         .unwrap_or("mock-model")
         .to_string();
 
+    let violations = protocol_violations(&request);
     let (number, reply) = {
         let mut state = lock(&shared);
         let system = request["messages"][0]["content"]
@@ -656,6 +736,14 @@ async fn chat_completions(
             at: std::time::Instant::now(),
         });
         let number = state.requests.len();
+        if !violations.is_empty() {
+            for v in &violations {
+                state.violations.push(format!("request #{number}: {v}"));
+            }
+            let body = json!({"error": {"message": format!("mock LLM: invalid request: {}", violations.join("; ")),
+                                        "type": "invalid_request_error", "code": "protocol_violation"}});
+            return (StatusCode::BAD_REQUEST, axum::Json(body)).into_response();
+        }
         let routed = state
             .routed
             .iter_mut()

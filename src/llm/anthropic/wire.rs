@@ -18,7 +18,11 @@
 //!   empty assistant messages are dropped; a conversation that opens with the assistant (after
 //!   compaction) gets a short user opener;
 //! - the Messages API has no system role inside the conversation, so a system message in the
-//!   history is sent as user text.
+//!   history is sent as user text;
+//! - a request without `tools` (the budget summary, which must not call tools) may not carry
+//!   `tool_use` / `tool_result` blocks — the API rejects them ("Requests which include
+//!   `tool_use` or `tool_result` blocks must define tools") — so past calls and their results
+//!   are sent as text then.
 //!
 //! Reasoning is never sent back as text. Thinking blocks are replayed only as the provider signed
 //! them (see `ThinkingMemory` in the parent module), which is what tool use with extended
@@ -60,7 +64,11 @@ pub(super) fn request_body(
     }
     body.insert(
         "messages".into(),
-        Value::Array(convert_messages(&request.messages, thinking_for)),
+        Value::Array(convert_messages(
+            &request.messages,
+            thinking_for,
+            !request.tools.is_empty(),
+        )),
     );
     if !request.tools.is_empty() {
         body.insert(
@@ -163,8 +171,12 @@ fn text_block(text: &str) -> Value {
 fn convert_messages(
     messages: &[Message],
     thinking_for: &dyn Fn(&str) -> Option<Vec<Value>>,
+    tools_offered: bool,
 ) -> Vec<Value> {
-    let mut out = Conversation::default();
+    let mut out = Conversation {
+        calls_as_text: !tools_offered,
+        ..Conversation::default()
+    };
     for message in messages {
         match message.role {
             Role::Tool => out.tool_result(message),
@@ -195,6 +207,8 @@ struct Conversation {
     messages: Vec<Value>,
     /// Tool-use ids of the last assistant message that still need a result.
     pending: Vec<String>,
+    /// No tools in the request: calls (and so their results) are written as text.
+    calls_as_text: bool,
 }
 
 impl Conversation {
@@ -224,6 +238,7 @@ impl Conversation {
     fn assistant(&mut self, message: &Message, thinking_for: &dyn Fn(&str) -> Option<Vec<Value>>) {
         let mut blocks = Vec::new();
         if let Some(first) = message.tool_calls.first()
+            && !self.calls_as_text
             && let Some(thinking) = thinking_for(&first.id)
         {
             blocks.extend(thinking);
@@ -231,7 +246,18 @@ impl Conversation {
         if let Some(text) = message.wire_content().filter(|t| !t.trim().is_empty()) {
             blocks.push(json!({"type": "text", "text": text}));
         }
-        for call in &message.tool_calls {
+        if self.calls_as_text {
+            // Results find no pending call and become text too (`tool_result`).
+            for call in &message.tool_calls {
+                blocks.push(text_block(&format!(
+                    "[called {} {}: {}]",
+                    call.name,
+                    tool_id(&call.id),
+                    call.arguments
+                )));
+            }
+        }
+        for call in message.tool_calls.iter().filter(|_| !self.calls_as_text) {
             let id = tool_id(&call.id);
             blocks.push(json!({
                 "type": "tool_use",
@@ -318,6 +344,41 @@ mod tests {
 
     fn no_thinking(_: &str) -> Option<Vec<Value>> {
         None
+    }
+
+    #[test]
+    fn a_request_without_tools_carries_no_tool_blocks() {
+        let a = call("toolu_1", "read_file", r#"{"path":"a.txt"}"#);
+        let mut req = request(vec![
+            Message::user("read it"),
+            Message::assistant(None, vec![a.clone()]),
+            Message::tool_result(&a, "alpha"),
+            Message::user("[budget used up: summarise]"),
+        ]);
+        req.tools.clear();
+        let thinking = |_: &str| {
+            Some(vec![
+                json!({"type": "thinking", "thinking": "t", "signature": "s"}),
+            ])
+        };
+        let body = request_body(&req, "claude-sonnet-4-5", None, &thinking);
+        let text = body.to_string();
+        assert!(body.get("tools").is_none());
+        for banned in ["tool_use", "tool_result", "\"thinking\""] {
+            assert!(!text.contains(banned), "{banned} in {text}");
+        }
+        // What happened is still there, as text, in alternating roles.
+        assert!(
+            text.contains("read_file") && text.contains("alpha"),
+            "{text}"
+        );
+        let roles: Vec<&str> = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["user", "assistant", "user"]);
     }
 
     #[test]
