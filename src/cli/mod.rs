@@ -9,6 +9,7 @@ pub mod doctor;
 pub mod gateway_cmd;
 pub mod insights_cmd;
 pub mod logs_cmd;
+pub mod markdown;
 pub mod memory_cmd;
 pub mod not_yet;
 pub mod oneshot;

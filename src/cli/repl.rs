@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{Agent, AgentEvent, AgentOptions, Services, TurnExit};
 use crate::cli::args::RunArgs;
+use crate::cli::markdown::MarkdownStream;
 use crate::cli::render::ProgressLines;
 use crate::cli::slash::{self, SlashCommand};
 use crate::cli::{CliError, exit, setup};
@@ -387,6 +388,8 @@ struct TurnView {
     approval_timeout: Duration,
     /// True while the cursor is in the middle of streamed text.
     mid_text: bool,
+    /// Renders the streamed answer's Markdown when stdout is a terminal; `None` prints it as is.
+    markdown: Option<MarkdownStream>,
 }
 
 impl TurnView {
@@ -395,15 +398,22 @@ impl TurnView {
             lines: ProgressLines::default(),
             approval_timeout,
             mid_text: false,
+            markdown: crate::cli::markdown::wanted().then(MarkdownStream::default),
         }
     }
 
     fn show(&mut self, event: AgentEvent, editor: &mut DefaultEditor) {
         match event {
             AgentEvent::TextDelta(text) => {
+                let text = match &mut self.markdown {
+                    Some(md) => md.push(&text),
+                    None => text,
+                };
                 print!("{text}");
                 let _ = std::io::stdout().flush();
-                self.mid_text = !text.ends_with('\n');
+                if !text.is_empty() || self.markdown.is_none() {
+                    self.mid_text = !text.ends_with('\n');
+                }
             }
             AgentEvent::ApprovalNeeded { request, respond } => {
                 self.break_line();
@@ -420,6 +430,13 @@ impl TurnView {
     }
 
     fn break_line(&mut self) {
+        // Text held by the Markdown renderer (a partial line, a table) is shown first.
+        if let Some(rest) = self.markdown.as_mut().map(MarkdownStream::finish)
+            && !rest.is_empty()
+        {
+            print!("{rest}");
+            self.mid_text = !rest.ends_with('\n');
+        }
         if self.mid_text {
             println!();
             self.mid_text = false;

@@ -11,6 +11,7 @@ pub mod cli_agent;
 pub mod cli_commands;
 pub mod cli_errors;
 pub mod cli_interrupt;
+pub mod cli_markdown;
 pub mod cli_pipes;
 pub mod cli_repl;
 pub mod cli_rough_edges;
