@@ -376,6 +376,22 @@ impl Migration<'_> {
                 "hermes claw migrate does not import these settings; set them up with hermes config / hermes gateway",
             );
         }
+        // `agents.defaults.model` is "provider/model" or `{primary: "provider/model", ...}`.
+        let model = self.source.config.pointer("/agents/defaults/model");
+        let model = model
+            .and_then(|m| {
+                m.as_str()
+                    .or_else(|| m.get("primary").and_then(|p| p.as_str()))
+            })
+            .map(str::trim)
+            .filter(|m| !m.is_empty());
+        if let Some(model) = model {
+            report.add(
+                Status::Skipped,
+                "default model",
+                format!("OpenClaw used `{model}`; hermes's model is not changed — pass -m/--provider or set `model:` in config.yaml"),
+            );
+        }
         let agents = self.source.workspace_path("AGENTS.md");
         if let Some(path) = agents {
             report.add(
