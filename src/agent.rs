@@ -476,7 +476,23 @@ impl Agent {
     /// that message is already the session's last user message — a redelivery after a crash —
     /// it is not stored again: a stored answer is returned as is, without a model call, and a
     /// missing one is produced by continuing the turn.
+    /// The answer is redacted like the persisted one (a front end delivers it as is).
     pub async fn run_turn_tagged(
+        &mut self,
+        user_text: &str,
+        platform_message_id: Option<&str>,
+        events: &UnboundedSender<AgentEvent>,
+        cancel: &CancellationToken,
+    ) -> Result<TurnOutcome, AgentError> {
+        let mut outcome = self
+            .run_turn_unredacted(user_text, platform_message_id, events, cancel)
+            .await?;
+        let text = std::mem::take(&mut outcome.text);
+        outcome.text = self.services.shield.redactor.redact_string(text);
+        Ok(outcome)
+    }
+
+    async fn run_turn_unredacted(
         &mut self,
         user_text: &str,
         platform_message_id: Option<&str>,
@@ -510,8 +526,8 @@ impl Agent {
         }
 
         let budget = IterationBudget::new(self.options.max_iterations);
-        let mut guard = loop_guard::LoopGuard::new(loop_guard::LoopGuardConfig::from_raw(
-            &self.services.config.raw,
+        let mut guard = loop_guard::LoopGuard::new(loop_guard::LoopGuardConfig::from_file(
+            &self.services.config.file.tool_loop_guardrails,
             !self.options.interactive,
         ));
         let mut turn = TurnOutcome {
@@ -663,11 +679,26 @@ impl Agent {
         loop {
             attempt += 1;
             turn.api_calls += 1;
-            match stream_once(self.client.as_ref(), request.clone(), events, cancel).await {
-                Ok(response) => {
+            match stream_once(
+                self.client.as_ref(),
+                request.clone(),
+                events,
+                cancel,
+                &self.services.shield.redactor,
+            )
+            .await
+            {
+                Ok(mut response) => {
                     self.failover.note_success();
+                    // A server that reports no usage (llama.cpp-style): count it ourselves.
+                    let estimated = response.usage.total() == 0;
+                    if estimated {
+                        response.usage =
+                            crate::llm::usage_estimate::estimate(&request, &response.message);
+                    }
                     self.compressor.update_from_response(&response.usage);
-                    self.record_usage(&response.usage, turn, events).await;
+                    self.record_usage(&response.usage, estimated, turn, events)
+                        .await;
                     return Ok(response);
                 }
                 Err(CallFailure::Failed(err)) => {
@@ -747,6 +778,7 @@ impl Agent {
     async fn record_usage(
         &mut self,
         usage: &Usage,
+        estimated: bool,
         turn: &mut TurnOutcome,
         events: &UnboundedSender<AgentEvent>,
     ) {
@@ -757,7 +789,7 @@ impl Agent {
         let (id, usage) = (self.ledger_session.clone(), *usage);
         // Token accounting must never fail a turn that already has its answer.
         if let Err(e) = db(&self.services.store, move |s| {
-            s.add_usage_with_cost(&id, &usage, 1, cost)
+            s.record_usage(&id, &usage, 1, cost, estimated)
         })
         .await
         {

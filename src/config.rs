@@ -1,19 +1,31 @@
 //! `Config`: config.yaml (Python Hermes keys where they apply) + `.env`, with `${VAR}` expansion.
 //!
-//! Loading is strict about what we own and tolerant about what Python Hermes owns: a top-level key
-//! or a key inside `agent`, `terminal` or `approvals` that neither program knows is an error that
-//! names the key and the file (a typo must not be silently ignored); sections only Python Hermes
-//! uses are accepted and left alone, so an existing `~/.hermes` keeps working.
+//! The document is parsed once into typed sections (`file::ConfigFile`). Loading is strict about
+//! what we own and tolerant about what Python Hermes owns: a key neither program knows is an
+//! error that names the file, the key and the closest known key (a typo must not be silently
+//! ignored); a key only Python Hermes uses is accepted and listed by `unsupported_keys()` (one
+//! warning line, `hermes doctor`), so a config.yaml written by Python Hermes 0.19 loads as it is.
 
+pub mod auxiliary;
 pub mod checkpoints;
 pub mod custom_providers;
 pub mod delegation;
+pub mod file;
+pub mod gateway;
 pub mod home;
+mod keys;
+pub mod mcp;
+pub mod memory;
 pub mod model_limits;
+pub mod profiles;
+mod python_keys;
 pub mod security;
+pub mod skills;
 pub mod terminal;
+pub mod yaml_edit;
 
 pub use home::HermesHome;
+pub use keys::closest as closest_key;
 pub use security::SecurityConfig;
 
 use serde::Deserialize;
@@ -74,6 +86,8 @@ pub struct ModelConfig {
     pub base_url: Option<String>,
     pub api_key: Option<String>,
     pub api_mode: Option<String>,
+    /// The model's context window in tokens (`model.context_length`), when configured.
+    pub context_length: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -195,7 +209,12 @@ pub struct Config {
     pub model_limits: model_limits::ModelLimits,
     pub security: SecurityConfig,
     pub checkpoints: checkpoints::CheckpointsConfig,
-    /// The whole document after `${VAR}` expansion, for later subsystems' sections.
+    pub delegation: delegation::DelegationConfig,
+    /// The typed document (every section as written), parsed once at load.
+    pub file: file::ConfigFile,
+    /// Keys of the file only Python Hermes uses, in document order (`unsupported_keys`).
+    unsupported: Vec<String>,
+    /// The whole document after `${VAR}` expansion (sections not typed yet read it).
     pub raw: Value,
 }
 
@@ -234,8 +253,47 @@ impl Config {
             model_limits: model_limits::ModelLimits::default(),
             security: SecurityConfig::default(),
             checkpoints: checkpoints::CheckpointsConfig::default(),
+            delegation: delegation::DelegationConfig::default(),
+            file: file::ConfigFile::default(),
+            unsupported: Vec::new(),
             raw: Value::Null,
         }
+    }
+
+    /// Keys of config.yaml that Python Hermes knows and hermes does not use yet (dotted paths,
+    /// in document order). Empty for a file without any.
+    pub fn unsupported_keys(&self) -> &[String] {
+        &self.unsupported
+    }
+
+    /// Tools switched off by `agent.disabled_toolsets` (Python Hermes' key; toolsets resolved
+    /// through `registry`) and `agent.disabled_tools` (ours): `hermes tools disable`.
+    pub fn disabled_tools(
+        &self,
+        registry: &crate::tools::ToolRegistry,
+    ) -> std::collections::BTreeSet<String> {
+        let agent = &self.file.agent;
+        let mut out: std::collections::BTreeSet<String> =
+            agent.disabled_tools.iter().flatten().cloned().collect();
+        for set in agent.disabled_toolsets.iter().flatten() {
+            match registry.resolve_toolsets(std::slice::from_ref(set), &self.custom_toolsets) {
+                Ok(tools) => out.extend(tools),
+                Err(e) => {
+                    tracing::warn!(toolset = %set, error = %e, "agent.disabled_toolsets names an unknown toolset")
+                }
+            }
+        }
+        out
+    }
+
+    /// The one warning line for `unsupported_keys`, if there are any.
+    pub fn unsupported_warning(&self) -> Option<String> {
+        (!self.unsupported.is_empty()).then(|| {
+            format!(
+                "config.yaml: not supported yet: {}",
+                self.unsupported.join(", ")
+            )
+        })
     }
 
     /// Loads `.env` and `config.yaml` from `home`. A missing config.yaml means defaults.
@@ -275,151 +333,163 @@ impl Config {
             });
         };
         expand_env_in_map(map, &config.env);
-        check_known_keys(map, path)?;
-        apply(&mut config, map, path)?;
+        let mut classifier = keys::Classifier::default();
+        let parsed: Result<file::ConfigFile, _> =
+            serde_path_to_error::deserialize(serde_ignored::Deserializer::new(&doc, &mut |p| {
+                classifier.ignored(p)
+            }));
+        let parsed = parsed.map_err(|e| ConfigError::Type {
+            path: path.to_path_buf(),
+            key: e.path().to_string(),
+            message: e.into_inner().to_string(),
+        })?;
+        config.unsupported = classifier.finish(&doc, path)?;
+        if !parsed.mcp_servers.is_empty() {
+            // Typed and checked, but no MCP client runs them yet.
+            config.unsupported.push("mcp_servers".to_string());
+        }
+        apply(&mut config, &parsed, path)?;
+        config.file = parsed;
         config.raw = doc;
         Ok(config)
     }
 }
 
-fn apply(
-    config: &mut Config,
-    map: &serde_json::Map<String, Value>,
-    path: &Path,
-) -> Result<(), ConfigError> {
+fn apply(config: &mut Config, f: &file::ConfigFile, path: &Path) -> Result<(), ConfigError> {
     let type_err = |key: &str, message: String| ConfigError::Type {
         path: path.to_path_buf(),
         key: key.to_string(),
         message,
     };
-    if let Some(model) = map.get("model") {
-        config.model = match model {
-            Value::Null => ModelConfig::default(),
-            Value::String(s) if s.is_empty() => ModelConfig::default(),
-            Value::String(s) => ModelConfig {
-                default: Some(s.clone()),
-                ..ModelConfig::default()
-            },
-            Value::Object(m) => {
-                let s = |k: &str| -> Result<Option<String>, ConfigError> {
-                    match m.get(k) {
-                        None | Some(Value::Null) => Ok(None),
-                        Some(Value::String(v)) if v.is_empty() => Ok(None),
-                        Some(Value::String(v)) => Ok(Some(v.clone())),
-                        Some(other) => Err(type_err(
-                            &format!("model.{k}"),
-                            format!("expected a string, found {}", kind_of(other)),
-                        )),
-                    }
-                };
-                ModelConfig {
-                    provider: s("provider")?,
-                    default: s("default")?.or(s("model")?),
-                    base_url: s("base_url")?,
-                    api_key: s("api_key")?,
-                    api_mode: s("api_mode")?,
-                }
-            }
-            other => {
-                return Err(type_err(
-                    "model",
-                    format!(
-                        "expected a model name or a mapping, found {}",
-                        kind_of(other)
-                    ),
-                ));
-            }
-        };
+    if let Some(model) = &f.model {
+        config.model = model_config(model, path)?;
     }
-    if let Some(agent) = section(map, "agent", path)? {
-        if let Some(v) = typed::<u32>(agent, "agent", "max_turns", path)? {
-            if v == 0 {
-                return Err(type_err("agent.max_turns", "must be at least 1".into()));
-            }
-            config.agent.max_turns = v;
+    if let Some(v) = f.agent.max_turns {
+        if v == 0 {
+            return Err(type_err("agent.max_turns", "must be at least 1".into()));
         }
-        if let Some(v) = typed::<u32>(agent, "agent", "api_max_retries", path)? {
-            config.agent.api_max_retries = v;
-        }
-        config.model_limits = model_limits::ModelLimits::from_agent_section(agent, path)?;
+        config.agent.max_turns = v;
     }
-    if let Some(v) = typed_top::<Vec<String>>(map, "toolsets", path)? {
-        config.toolsets = v;
+    if let Some(v) = f.agent.api_max_retries {
+        config.agent.api_max_retries = v;
     }
-    if let Some(terminal) = section(map, "terminal", path)? {
-        if let Some(v) = typed::<u64>(terminal, "terminal", "timeout", path)? {
-            config.terminal.timeout = v;
-        }
-        if let Some(v) = typed::<String>(terminal, "terminal", "cwd", path)? {
-            config.terminal.cwd = v;
-        }
-        terminal::apply(&mut config.terminal.exec, terminal, path)?;
+    config.model_limits = model_limits::ModelLimits::from_agent(&f.agent, path)?;
+    if let Some(v) = &f.toolsets {
+        config.toolsets = v.clone();
     }
-    if let Some(approvals) = section(map, "approvals", path)? {
-        if let Some(mode) = approvals.get("mode") {
-            config.approvals.mode = match mode {
-                // YAML 1.1 readers (PyYAML) turn a bare `off` into false.
-                Value::Bool(false) => ApprovalMode::Off,
-                Value::Bool(true) => ApprovalMode::Manual,
-                Value::String(s) => match s.to_ascii_lowercase().as_str() {
-                    "manual" => ApprovalMode::Manual,
-                    "smart" => ApprovalMode::Smart,
-                    "off" | "false" | "no" => ApprovalMode::Off,
-                    other => {
-                        return Err(type_err(
-                            "approvals.mode",
-                            format!("`{other}` is not one of manual, smart, off"),
-                        ));
-                    }
-                },
-                Value::Null => ApprovalMode::Manual,
-                other => {
-                    return Err(type_err(
-                        "approvals.mode",
-                        format!("expected manual, smart or off, found {}", kind_of(other)),
-                    ));
-                }
-            };
-        }
-        if let Some(v) = typed::<u64>(approvals, "approvals", "timeout", path)? {
-            config.approvals.timeout = v;
-        }
-        if let Some(v) = typed::<Vec<String>>(approvals, "approvals", "deny", path)? {
-            config.approvals.deny = v;
-        }
+    if let Some(v) = f.terminal.timeout {
+        config.terminal.timeout = v;
     }
-    if let Some(v) = typed_top::<Vec<String>>(map, "command_denylist", path)? {
-        config.command_denylist = v;
+    if let Some(v) = &f.terminal.cwd {
+        config.terminal.cwd = v.clone();
     }
-    if let Some(v) = typed_top::<Vec<String>>(map, "command_allowlist", path)? {
-        config.command_allowlist = v;
+    terminal::apply(&mut config.terminal.exec, &f.terminal, path)?;
+    if let Some(mode) = &f.approvals.mode {
+        config.approvals.mode = approval_mode(mode).map_err(|m| type_err("approvals.mode", m))?;
     }
-    if let Some(v) = typed_top::<BTreeMap<String, ToolsetDef>>(map, "custom_toolsets", path)? {
-        config.custom_toolsets = v;
+    if let Some(v) = f.approvals.timeout {
+        config.approvals.timeout = v;
     }
-    if let Some(out) = section(map, "tool_output", path)? {
-        if let Some(v) = typed::<usize>(out, "tool_output", "max_bytes", path)? {
-            config.tool_output.max_bytes = v;
-        }
-        if let Some(v) = typed::<usize>(out, "tool_output", "max_lines", path)? {
-            config.tool_output.max_lines = v;
-        }
-        if let Some(v) = typed::<usize>(out, "tool_output", "max_line_length", path)? {
-            config.tool_output.max_line_length = v;
-        }
+    if let Some(v) = &f.approvals.deny {
+        config.approvals.deny = v.clone();
     }
-    if let Some(v) = typed_top::<usize>(map, "file_read_max_chars", path)? {
+    if let Some(v) = &f.command_denylist {
+        config.command_denylist = v.clone();
+    }
+    if let Some(v) = &f.command_allowlist {
+        config.command_allowlist = v.clone();
+    }
+    if let Some(v) = &f.custom_toolsets {
+        config.custom_toolsets = v.clone();
+    }
+    let out = &mut config.tool_output;
+    out.max_bytes = f.tool_output.max_bytes.unwrap_or(out.max_bytes);
+    out.max_lines = f.tool_output.max_lines.unwrap_or(out.max_lines);
+    out.max_line_length = f.tool_output.max_line_length.unwrap_or(out.max_line_length);
+    if let Some(v) = f.file_read_max_chars {
         config.file_read_max_chars = v;
     }
-    if let Some(v) = typed_top::<usize>(map, "context_file_max_chars", path)? {
-        config.context_file_max_chars = Some(v);
+    if f.context_file_max_chars.is_some() {
+        config.context_file_max_chars = f.context_file_max_chars;
     }
-    config.security = security::parse(map, &config.env, path)?;
-    config.checkpoints = checkpoints::parse(map, path)?;
+    config.security = security::parse(&f.security, &config.env, path)?;
+    config.checkpoints = f.checkpoints.resolve();
+    config.delegation = f.delegation.resolve(path)?;
     Ok(())
 }
 
-fn kind_of(v: &Value) -> &'static str {
+/// The `model:` key: a bare model name or a mapping.
+fn model_config(model: &Value, path: &Path) -> Result<ModelConfig, ConfigError> {
+    let type_err = |key: &str, message: String| ConfigError::Type {
+        path: path.to_path_buf(),
+        key: key.to_string(),
+        message,
+    };
+    Ok(match model {
+        Value::Null => ModelConfig::default(),
+        Value::String(s) if s.is_empty() => ModelConfig::default(),
+        Value::String(s) => ModelConfig {
+            default: Some(s.clone()),
+            ..ModelConfig::default()
+        },
+        Value::Object(m) => {
+            let s = |k: &str| -> Result<Option<String>, ConfigError> {
+                match m.get(k) {
+                    None | Some(Value::Null) => Ok(None),
+                    Some(Value::String(v)) if v.is_empty() => Ok(None),
+                    Some(Value::String(v)) => Ok(Some(v.clone())),
+                    Some(other) => Err(type_err(
+                        &format!("model.{k}"),
+                        format!("expected a string, found {}", kind_of(other)),
+                    )),
+                }
+            };
+            ModelConfig {
+                provider: s("provider")?,
+                default: s("default")?.or(s("model")?),
+                base_url: s("base_url")?,
+                api_key: s("api_key")?,
+                api_mode: s("api_mode")?,
+                context_length: file::num::<_, u64>(
+                    m.get("context_length").cloned().unwrap_or(Value::Null),
+                )
+                .map_err(|e| type_err("model.context_length", e.to_string()))?,
+            }
+        }
+        other => {
+            return Err(type_err(
+                "model",
+                format!(
+                    "expected a model name or a mapping, found {}",
+                    kind_of(other)
+                ),
+            ));
+        }
+    })
+}
+
+fn approval_mode(mode: &Value) -> Result<ApprovalMode, String> {
+    Ok(match mode {
+        // YAML 1.1 readers (PyYAML) turn a bare `off` into false.
+        Value::Bool(false) => ApprovalMode::Off,
+        Value::Bool(true) => ApprovalMode::Manual,
+        Value::String(s) => match s.to_ascii_lowercase().as_str() {
+            "manual" => ApprovalMode::Manual,
+            "smart" => ApprovalMode::Smart,
+            "off" | "false" | "no" => ApprovalMode::Off,
+            other => return Err(format!("`{other}` is not one of manual, smart, off")),
+        },
+        Value::Null => ApprovalMode::Manual,
+        other => {
+            return Err(format!(
+                "expected manual, smart or off, found {}",
+                kind_of(other)
+            ));
+        }
+    })
+}
+
+pub(crate) fn kind_of(v: &Value) -> &'static str {
     match v {
         Value::Null => "nothing",
         Value::Bool(_) => "a boolean",
@@ -428,313 +498,6 @@ fn kind_of(v: &Value) -> &'static str {
         Value::Array(_) => "a list",
         Value::Object(_) => "a mapping",
     }
-}
-
-fn section<'a>(
-    map: &'a serde_json::Map<String, Value>,
-    key: &str,
-    path: &Path,
-) -> Result<Option<&'a serde_json::Map<String, Value>>, ConfigError> {
-    match map.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Object(m)) => Ok(Some(m)),
-        Some(other) => Err(ConfigError::Type {
-            path: path.to_path_buf(),
-            key: key.to_string(),
-            message: format!("expected a mapping, found {}", kind_of(other)),
-        }),
-    }
-}
-
-fn typed_top<T: serde::de::DeserializeOwned>(
-    map: &serde_json::Map<String, Value>,
-    key: &str,
-    path: &Path,
-) -> Result<Option<T>, ConfigError> {
-    decode(map.get(key), key, path)
-}
-
-fn typed<T: serde::de::DeserializeOwned>(
-    map: &serde_json::Map<String, Value>,
-    section: &str,
-    key: &str,
-    path: &Path,
-) -> Result<Option<T>, ConfigError> {
-    decode(map.get(key), &format!("{section}.{key}"), path)
-}
-
-fn decode<T: serde::de::DeserializeOwned>(
-    value: Option<&Value>,
-    key: &str,
-    path: &Path,
-) -> Result<Option<T>, ConfigError> {
-    let Some(value) = value.filter(|v| !v.is_null()) else {
-        return Ok(None);
-    };
-    // Numbers written as strings after `${VAR}` expansion ("180") are accepted.
-    let value = match value {
-        Value::String(s) if s.parse::<i64>().is_ok() => {
-            serde_json::from_str::<Value>(s).unwrap_or_else(|_| value.clone())
-        }
-        _ => value.clone(),
-    };
-    serde_path_to_error::deserialize::<_, T>(value)
-        .map(Some)
-        .map_err(|e| {
-            let inner = e.path().to_string();
-            let key = if inner == "." || inner.is_empty() {
-                key.to_string()
-            } else {
-                format!("{key}.{inner}")
-            };
-            ConfigError::Type {
-                path: path.to_path_buf(),
-                key,
-                message: e.into_inner().to_string(),
-            }
-        })
-}
-
-/// Top-level keys known to Python Hermes 0.19 or to us. Unknown ones are typos.
-const KNOWN_TOP: &[&str] = &[
-    "_config_version",
-    "model",
-    "providers",
-    "fallback_providers",
-    "credential_pool_strategies",
-    "toolsets",
-    "max_concurrent_sessions",
-    "max_live_sessions",
-    "context_file_max_chars",
-    "file_read_max_chars",
-    "mcp_discovery_timeout",
-    "prefill_messages_file",
-    "honcho",
-    "timezone",
-    "whatsapp",
-    "command_allowlist",
-    "command_denylist",
-    "api_server",
-    "quick_commands",
-    "platform_hints",
-    "hooks",
-    "hooks_auto_accept",
-    "personalities",
-    "paste_collapse_threshold",
-    "paste_collapse_char_threshold",
-    "custom_providers",
-    "fallback_model",
-    "mcp_servers",
-    "image_gen",
-    "video_gen",
-    "plugins",
-    "smart_model_routing",
-    "platform_toolsets",
-    "known_plugin_toolsets",
-    "session_reset",
-    "group_sessions_per_user",
-    "thread_sessions_per_user",
-    "stt_echo_transcripts",
-    "reset_triggers",
-    "always_log_local",
-    "filter_silence_narration",
-    "multiplex_profiles",
-    "profile_routes",
-    "platforms",
-    "require_mention",
-    "unauthorized_dm_behavior",
-    "signal",
-    "agent",
-    "terminal",
-    "compression",
-    "memory",
-    "skills",
-    "curator",
-    "delegation",
-    "approvals",
-    "security",
-    "auxiliary",
-    "tool_output",
-    "tool_loop_guardrails",
-    "checkpoints",
-    "prompt_caching",
-    "context",
-    "code_execution",
-    "tools",
-    "sessions",
-    "cron",
-    "streaming",
-    "gateway",
-    "display",
-    "web",
-    "browser",
-    "tts",
-    "stt",
-    "voice",
-    "human_delay",
-    "goals",
-    "moa",
-    "slack",
-    "discord",
-    "telegram",
-    "mattermost",
-    "matrix",
-    "logging",
-    "model_catalog",
-    "lsp",
-    "x_search",
-    "secrets",
-    "updates",
-    "onboarding",
-    "dashboard",
-    "privacy",
-    "network",
-    "kanban",
-    "openrouter",
-    "bedrock",
-    "vertex",
-    "desktop",
-    "computer_use",
-    // hermes (Rust) additions
-    "custom_toolsets",
-    "budget",
-];
-
-const KNOWN_AGENT: &[&str] = &[
-    "max_turns",
-    "gateway_timeout",
-    "api_max_retries",
-    "tool_use_enforcement",
-    "intent_ack_continuation",
-    "task_completion_guidance",
-    "parallel_tool_call_guidance",
-    "environment_probe",
-    "coding_context",
-    "verify_guidance",
-    "max_verify_nudges",
-    "verify_on_stop",
-    "gateway_timeout_warning",
-    "clarify_timeout",
-    "gateway_notify_interval",
-    "image_input_mode",
-    "disabled_toolsets",
-    "reasoning_overrides",
-    "local_stream_stale_timeout",
-    "reasoning_effort",
-    "service_tier",
-    "max_tokens",
-    "request_timeout",
-    "stream_idle_timeout",
-    "max_answer_mb",
-];
-
-const KNOWN_TERMINAL: &[&str] = &[
-    "backend",
-    "modal_mode",
-    "cwd",
-    "timeout",
-    "env_passthrough",
-    "home_mode",
-    "docker_image",
-    "modal_image",
-    "daytona_image",
-    "singularity_image",
-    "container_cpu",
-    "container_memory",
-    "container_disk",
-    "container_persistent",
-    "docker_volumes",
-    "docker_mount_cwd_to_workspace",
-    "docker_network",
-    "docker_run_as_host_user",
-    "persistent_shell",
-    "ssh_host",
-    "ssh_user",
-    "ssh_port",
-    "ssh_key",
-    "lifetime_seconds",
-    // hermes (Rust) additions
-    "network",
-    "max_processes",
-    "max_memory_mb",
-    "max_file_size_mb",
-    "writable_paths",
-];
-
-const KNOWN_APPROVALS: &[&str] = &[
-    "mode",
-    "timeout",
-    "cron_mode",
-    "deny",
-    "mcp_reload_confirm",
-    "destructive_slash_confirm",
-];
-
-const KNOWN_TOOL_OUTPUT: &[&str] = &["max_bytes", "max_lines", "max_line_length"];
-
-fn check_known_keys(map: &serde_json::Map<String, Value>, path: &Path) -> Result<(), ConfigError> {
-    check_keys(map, "", KNOWN_TOP, path)?;
-    for (name, known) in [
-        ("agent", KNOWN_AGENT),
-        ("terminal", KNOWN_TERMINAL),
-        ("approvals", KNOWN_APPROVALS),
-        ("tool_output", KNOWN_TOOL_OUTPUT),
-    ] {
-        if let Some(Value::Object(sub)) = map.get(name) {
-            check_keys(sub, name, known, path)?;
-        }
-    }
-    Ok(())
-}
-
-fn check_keys(
-    map: &serde_json::Map<String, Value>,
-    prefix: &str,
-    known: &[&str],
-    path: &Path,
-) -> Result<(), ConfigError> {
-    for key in map.keys() {
-        if known.contains(&key.as_str()) {
-            continue;
-        }
-        let full = if prefix.is_empty() {
-            key.clone()
-        } else {
-            format!("{prefix}.{key}")
-        };
-        let hint = closest(key, known)
-            .map(|k| format!(" (did you mean `{k}`?)"))
-            .unwrap_or_else(|| " (remove it, or check the spelling)".to_string());
-        return Err(ConfigError::UnknownKey {
-            path: path.to_path_buf(),
-            key: full,
-            hint,
-        });
-    }
-    Ok(())
-}
-
-fn closest<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
-    known
-        .iter()
-        .map(|k| (edit_distance(key, k), *k))
-        .filter(|(d, k)| *d <= 2.max(k.len() / 4))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, k)| k)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 fn expand_env_in_map(map: &mut serde_json::Map<String, Value>, env: &EnvVars) {

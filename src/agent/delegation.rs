@@ -190,7 +190,7 @@ impl Delegator for AgentDelegator {
         max_iterations: Option<u32>,
         cancel: CancellationToken,
     ) -> Vec<TaskReport> {
-        let cfg = DelegationConfig::from_raw(&self.services.config.raw);
+        let cfg = self.services.config.delegation.clone();
         let batch = Batch {
             template: self.template().await,
             budget: max_iterations.unwrap_or(cfg.max_iterations),

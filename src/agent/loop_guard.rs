@@ -12,6 +12,7 @@ use std::hash::{Hash, Hasher};
 
 use serde_json::Value;
 
+use crate::config::file::LoopGuardFile;
 use crate::llm::ToolCall;
 use crate::tools::ToolOutput;
 
@@ -35,30 +36,23 @@ pub struct LoopGuardConfig {
 }
 
 impl LoopGuardConfig {
-    /// Reads `tool_loop_guardrails` from the config document. `hard_stop_default` applies when the
-    /// key is absent: on for runs with no one watching (`-z`, cron, gateway), off in the REPL.
-    pub fn from_raw(raw: &Value, hard_stop_default: bool) -> Self {
-        let section = &raw["tool_loop_guardrails"];
-        let flag = |key: &str, default: bool| section[key].as_bool().unwrap_or(default);
-        let count = |group: &str, key: &str, default: u32| {
-            section[group][key]
-                .as_u64()
-                .and_then(|v| u32::try_from(v).ok())
-                .filter(|v| *v > 0)
-                .unwrap_or(default)
-        };
+    /// From the typed `tool_loop_guardrails` section. `hard_stop_default` applies when the key
+    /// is absent: on for runs with no one watching (`-z`, cron, gateway), off in the REPL.
+    pub fn from_file(section: &LoopGuardFile, hard_stop_default: bool) -> Self {
+        let count = |v: Option<u32>, default: u32| v.filter(|v| *v > 0).unwrap_or(default);
+        let (w, h) = (&section.warn_after, &section.hard_stop_after);
         LoopGuardConfig {
-            warnings_enabled: flag("warnings_enabled", true),
-            hard_stop_enabled: flag("hard_stop_enabled", hard_stop_default),
+            warnings_enabled: section.warnings_enabled.unwrap_or(true),
+            hard_stop_enabled: section.hard_stop_enabled.unwrap_or(hard_stop_default),
             warn_after: Thresholds {
-                exact_failure: count("warn_after", "exact_failure", 2),
-                same_tool_failure: count("warn_after", "same_tool_failure", 3),
-                idempotent_no_progress: count("warn_after", "idempotent_no_progress", 2),
+                exact_failure: count(w.exact_failure, 2),
+                same_tool_failure: count(w.same_tool_failure, 3),
+                idempotent_no_progress: count(w.idempotent_no_progress, 2),
             },
             hard_stop_after: Thresholds {
-                exact_failure: count("hard_stop_after", "exact_failure", 5),
-                same_tool_failure: count("hard_stop_after", "same_tool_failure", 8),
-                idempotent_no_progress: count("hard_stop_after", "idempotent_no_progress", 5),
+                exact_failure: count(h.exact_failure, 5),
+                same_tool_failure: count(h.same_tool_failure, 8),
+                idempotent_no_progress: count(h.idempotent_no_progress, 5),
             },
             ping_pong_cycles: 3,
         }
@@ -258,7 +252,7 @@ mod tests {
     }
 
     fn guard(hard: bool) -> LoopGuard {
-        LoopGuard::new(LoopGuardConfig::from_raw(&Value::Null, hard))
+        LoopGuard::new(LoopGuardConfig::from_file(&LoopGuardFile::default(), hard))
     }
 
     #[test]
@@ -328,9 +322,11 @@ mod tests {
 
     #[test]
     fn config_overrides_defaults() {
-        let raw: Value = serde_json::json!({"tool_loop_guardrails": {
-            "hard_stop_enabled": true, "hard_stop_after": {"exact_failure": 2}}});
-        let mut g = LoopGuard::new(LoopGuardConfig::from_raw(&raw, false));
+        let file: LoopGuardFile = serde_saphyr::from_str(
+            "hard_stop_enabled: true\nhard_stop_after:\n  exact_failure: 2\n",
+        )
+        .unwrap();
+        let mut g = LoopGuard::new(LoopGuardConfig::from_file(&file, false));
         let c = call("x", "{}");
         g.observe(std::slice::from_ref(&c), &[out("e", true)]);
         assert!(matches!(

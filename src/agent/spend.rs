@@ -144,7 +144,9 @@ impl SpendCaps {
     }
 }
 
-/// A rough size of a request in tokens (4 characters per token), for projecting its cost.
+/// A rough size of a request in tokens (4 characters per token), for projecting its cost
+/// against the caps. (Recorded usage that the provider did not report is estimated more
+/// finely, by `llm::usage_estimate`; the projection keeps its long-standing scale.)
 pub fn estimate_prompt_tokens(request: &crate::llm::ChatRequest) -> u64 {
     let mut chars = request.system.len();
     for m in &request.messages {

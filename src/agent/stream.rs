@@ -1,5 +1,7 @@
 //! One streaming model call: forwards deltas as `AgentEvent`s, stops on cancellation (dropping
-//! the stream aborts the HTTP request), and reports how the call ended.
+//! the stream aborts the HTTP request), and reports how the call ended. Answer deltas pass a
+//! `StreamRedactor` first, so no front end (REPL, gateway, API server) shows a secret that the
+//! persisted answer hides, even one split across two deltas.
 
 use futures::StreamExt;
 use tokio::sync::mpsc::UnboundedSender;
@@ -7,6 +9,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::AgentEvent;
 use crate::llm::{ChatRequest, FailoverReason, LlmClient, LlmError, LlmEvent, LlmResponse};
+use crate::security::redact::Redactor;
+use crate::security::redact_stream::StreamRedactor;
 
 /// A model call that did not produce a response.
 pub(crate) enum CallFailure {
@@ -24,6 +28,23 @@ pub(crate) async fn stream_once(
     request: ChatRequest,
     events: &UnboundedSender<AgentEvent>,
     cancel: &CancellationToken,
+    redactor: &Redactor,
+) -> Result<LlmResponse, CallFailure> {
+    let mut shown = StreamRedactor::new(redactor);
+    let result = forward(client, request, events, cancel, &mut shown).await;
+    // Whatever way the call ended, what arrived is let out (the held tail, redacted).
+    if let Some(rest) = shown.finish() {
+        let _ = events.send(AgentEvent::TextDelta(rest));
+    }
+    result
+}
+
+async fn forward(
+    client: &dyn LlmClient,
+    request: ChatRequest,
+    events: &UnboundedSender<AgentEvent>,
+    cancel: &CancellationToken,
+    shown: &mut StreamRedactor<'_>,
 ) -> Result<LlmResponse, CallFailure> {
     let mut stream = tokio::select! {
         s = client.stream(request) => s.map_err(CallFailure::Failed)?,
@@ -39,7 +60,9 @@ pub(crate) async fn stream_once(
         match item {
             Some(Ok(LlmEvent::TextDelta(t))) => {
                 partial_text.push_str(&t);
-                let _ = events.send(AgentEvent::TextDelta(t));
+                if let Some(ready) = shown.push(&t) {
+                    let _ = events.send(AgentEvent::TextDelta(ready));
+                }
             }
             Some(Ok(LlmEvent::ReasoningDelta(t))) => {
                 let _ = events.send(AgentEvent::ReasoningDelta(t));

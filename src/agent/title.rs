@@ -20,11 +20,7 @@ impl Agent {
             return;
         }
         let config = &self.services.config;
-        let section = config
-            .raw
-            .get("auxiliary")
-            .and_then(|a| a.get("title_generation"));
-        if section.and_then(|s| s.get("enabled")) == Some(&serde_json::Value::Bool(false)) {
+        if config.file.auxiliary.title_generation.enabled == Some(false) {
             return;
         }
         let Some(first) = self

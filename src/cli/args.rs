@@ -12,6 +12,10 @@ pub struct Cli {
     #[command(flatten)]
     pub run: RunArgs,
 
+    /// Use profile NAME ($HERMES_HOME/profiles/NAME) for this command.
+    #[arg(short = 'p', long = "profile", value_name = "NAME", global = true)]
+    pub profile: Option<String>,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -48,6 +52,9 @@ pub struct RunArgs {
     /// Run dangerous commands without asking (the hardline floor still applies).
     #[arg(long)]
     pub yolo: bool,
+    /// With -z: answer yes where the agent asks for a plain yes (installing a hub skill).
+    #[arg(long)]
+    pub yes: bool,
 }
 
 impl RunArgs {
@@ -68,6 +75,7 @@ impl RunArgs {
             continue_last: inner.continue_last || self.continue_last,
             max_turns: inner.max_turns.or(self.max_turns),
             yolo: inner.yolo || self.yolo,
+            yes: inner.yes || self.yes,
         }
     }
 }
@@ -135,6 +143,21 @@ pub enum Command {
     Completion {
         #[arg(value_enum, default_value_t = crate::cli::completion_cmd::Shell::Bash)]
         shell: crate::cli::completion_cmd::Shell,
+    },
+    /// Show, check or change config.yaml (comments and key order are kept).
+    Config {
+        #[command(subcommand)]
+        action: crate::cli::config_cmd::ConfigCommand,
+    },
+    /// List tools and switch toolsets or single tools off and on.
+    Tools {
+        #[command(subcommand)]
+        action: crate::cli::tools_cmd::ToolsCommand,
+    },
+    /// Separate homes (config, keys, sessions, memories, skills): list, create, use, delete.
+    Profile {
+        #[command(subcommand)]
+        action: crate::cli::profile_cmd::ProfileCommand,
     },
     /// Send one message to a chat, e.g. `hermes send telegram:123456 "done"`.
     Send {

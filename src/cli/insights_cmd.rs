@@ -51,6 +51,12 @@ fn render(i: &Insights, priced: bool, days: u32) -> String {
         i.cache_read_tokens,
         i.output_tokens,
     );
+    if i.estimated_tokens > 0 {
+        out.push_str(&format!(
+            "({} of these tokens are estimated by hermes: the provider reported no usage)\n",
+            i.estimated_tokens
+        ));
+    }
     if !i.by_model.is_empty() {
         out.push_str("\nby model:\n");
         for m in &i.by_model {

@@ -5,6 +5,7 @@ pub mod args;
 pub mod checkpoints_cmd;
 pub mod claw;
 pub mod completion_cmd;
+pub mod config_cmd;
 pub mod doctor;
 pub mod gateway_cmd;
 pub mod insights_cmd;
@@ -13,6 +14,7 @@ pub mod markdown;
 pub mod memory_cmd;
 pub mod not_yet;
 pub mod oneshot;
+pub mod profile_cmd;
 pub mod render;
 pub mod repl;
 pub mod sessions_cmd;
@@ -20,7 +22,9 @@ pub mod sessions_report;
 pub mod setup;
 pub mod signals;
 pub mod skills_cmd;
+pub mod skills_hub_cmd;
 pub mod slash;
+pub mod tools_cmd;
 
 use std::sync::Arc;
 
@@ -78,7 +82,20 @@ impl CliError {
 
 /// Runs the parsed command line; returns the process exit code.
 pub fn run(cli: Cli) -> Result<u8, CliError> {
-    let loaded = setup::load_config();
+    // `config` and `profile` work on the files themselves, so they run even when config.yaml
+    // does not load (they are how it gets repaired).
+    let command = match cli.command {
+        Some(args::Command::Config { action }) => {
+            let home = crate::config::profiles::resolve_home(cli.profile.as_deref())?;
+            return config_cmd::run(&home, action);
+        }
+        Some(args::Command::Profile { action }) => {
+            let home = crate::config::profiles::resolve_home(cli.profile.as_deref())?;
+            return profile_cmd::run(&home, action);
+        }
+        other => other,
+    };
+    let loaded = setup::load_config(cli.profile.as_deref());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -88,7 +105,7 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
                 "cannot start hermes's worker threads ({e}): the system is out of threads or processes; try again when fewer programs run"
             ))
         })?;
-    let config = match (loaded, &cli.command) {
+    let config = match (loaded, &command) {
         (Ok(config), _) => config,
         // The doctor is where a user goes when the config is broken: it reports, not refuses.
         (Err(e), Some(args::Command::Doctor { json, fix })) => {
@@ -102,7 +119,12 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         (Err(e), _) => return Err(e),
     };
     setup::init_logging(&config);
-    match cli.command {
+    if let Some(warning) = config.unsupported_warning() {
+        // Once per process, on stderr: `-z` keeps stdout for the answer alone.
+        eprintln!("{warning}");
+        tracing::warn!("{warning}");
+    }
+    match command {
         Some(args::Command::Sessions { action }) => {
             let store = setup::open_store(&config)?;
             let redactor = crate::security::redact::Redactor::new(
@@ -131,6 +153,10 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
                 run: cli.run.clone(),
             },
         ),
+        Some(args::Command::Tools { action }) => tools_cmd::run(&config, action),
+        Some(args::Command::Config { .. } | args::Command::Profile { .. }) => Err(CliError::Setup(
+            "config and profile commands run before this point".into(),
+        )),
         Some(args::Command::Claw { action }) => claw::run(&config, action),
         Some(args::Command::Logs(logs)) => logs_cmd::run(&config, logs),
         Some(args::Command::Completion { shell }) => completion_cmd::run(shell),

@@ -76,7 +76,7 @@ const PYTHON_COMMANDS: &[&str] = &[
 ];
 
 /// Python Hermes top-level options we do not have yet.
-const PYTHON_FLAGS: &[&str] = &["-p", "--profile", "-s", "--skills", "--usage-file"];
+const PYTHON_FLAGS: &[&str] = &["-s", "--skills", "--usage-file"];
 
 /// Parses `std::env::args`, exiting as clap does on `--help`, `--version` and errors.
 pub fn parse() -> Cli {

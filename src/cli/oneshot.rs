@@ -29,6 +29,7 @@ pub async fn run(
     // No one can answer approval questions here: dangerous commands are refused unless --yolo.
     let options = setup::agent_options(args, &services.config, false);
     let mut agent = setup::open_agent(args, &services, client, options).await?;
+    agent.approvals().set_assume_yes(args.yes);
 
     // SIGINT, SIGTERM and SIGHUP stop the turn: a running command is killed and recorded.
     let cancel = CancellationToken::new();

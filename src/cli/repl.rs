@@ -321,6 +321,7 @@ impl Repl {
                 Ok::<_, crate::sessions::StoreError>((
                     store.session(&id)?,
                     store.child_sessions(&id)?,
+                    store.estimated_tokens(&id)?,
                 ))
             }))
             .ok()
@@ -331,7 +332,7 @@ impl Repl {
                 .unwrap_or_default()
         };
         match found {
-            Some((Some(r), children)) => {
+            Some((Some(r), children, estimated)) => {
                 println!(
                     "session {}: {} model calls · input {} · output {} · cache read {} · cache write {} · reasoning {} tokens{}",
                     r.id,
@@ -343,6 +344,11 @@ impl Repl {
                     r.reasoning_tokens,
                     cost(r.estimated_cost_usd)
                 );
+                if estimated > 0 {
+                    println!(
+                        "  ({estimated} of these tokens are estimated by hermes: the provider reported no usage)"
+                    );
+                }
                 for c in &children {
                     println!(
                         "  child {}: {} model calls · input {} · output {} tokens{}",

@@ -20,9 +20,10 @@ use crate::sessions::SessionStore;
 const LOG_MAX_BYTES: u64 = 5 * 1024 * 1024;
 const LOG_BACKUPS: usize = 3;
 
-/// Loads the home and its config; creates the layout on first run.
-pub fn load_config() -> Result<Config, CliError> {
-    let home = HermesHome::from_env().map_err(|e| CliError::Setup(e.to_string()))?;
+/// Loads the home (the profile from `-p`, else the sticky one) and its config; creates the
+/// layout on first run.
+pub fn load_config(profile: Option<&str>) -> Result<Config, CliError> {
+    let home = crate::config::profiles::resolve_home(profile)?;
     home.ensure_layout()
         .map_err(|e| CliError::Setup(e.to_string()))?;
     seed_soul(&home);

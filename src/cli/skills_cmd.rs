@@ -43,6 +43,8 @@ pub enum SkillsCommand {
         #[arg(short = 'y', long)]
         yes: bool,
     },
+    #[command(flatten)]
+    Hub(crate::cli::skills_hub_cmd::HubCommand),
 }
 
 /// Copies bundled skills into the home (first run, or a newer hermes). Never fails a command.
@@ -53,6 +55,10 @@ pub fn sync_bundled(config: &Config) {
         }
         Ok(_) => {}
         Err(e) => tracing::warn!(error = %e, "cannot sync bundled skills"),
+    }
+    // A hub install interrupted by a crash is finished or rolled back before skills are read.
+    if let Err(e) = crate::skills::hub::recover(&crate::skills::hub::Hub::from_config(config)) {
+        tracing::warn!(error = %e, "cannot repair an interrupted hub install");
     }
 }
 
@@ -69,6 +75,7 @@ pub fn run(config: &Config, command: SkillsCommand) -> Result<u8, CliError> {
         SkillsCommand::View { name, file } => view(&store, &name, file.as_deref()),
         SkillsCommand::Audit { target, json } => audit(&store, target.as_deref(), json),
         SkillsCommand::Delete { name, yes } => delete(&store, &name, yes),
+        SkillsCommand::Hub(command) => crate::cli::skills_hub_cmd::run(config, command),
     }
 }
 

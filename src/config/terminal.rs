@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{ConfigError, kind_of, typed};
+use serde::Deserialize;
+
+use super::file::num;
+use super::{ConfigError, kind_of};
 
 /// `terminal.backend`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,10 +79,36 @@ impl Default for ExecSettings {
     }
 }
 
+/// `terminal:` as written in config.yaml.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct TerminalFile {
+    #[serde(deserialize_with = "num")]
+    pub timeout: Option<u64>,
+    pub cwd: Option<String>,
+    pub backend: Option<String>,
+    #[serde(deserialize_with = "num")]
+    pub max_processes: Option<u64>,
+    #[serde(deserialize_with = "num")]
+    pub max_memory_mb: Option<u64>,
+    #[serde(deserialize_with = "num")]
+    pub max_file_size_mb: Option<u64>,
+    /// `on`/`off` (YAML 1.1 readers turn a bare `on`/`off` into booleans).
+    pub network: Option<Value>,
+    pub writable_paths: Option<Vec<String>>,
+    pub env_passthrough: Option<Vec<String>>,
+    pub docker_image: Option<String>,
+    pub ssh_host: Option<String>,
+    pub ssh_user: Option<String>,
+    #[serde(deserialize_with = "num")]
+    pub ssh_port: Option<u16>,
+    pub ssh_key: Option<String>,
+}
+
 /// Reads the execution keys of the `terminal:` section into `exec`.
 pub(super) fn apply(
     exec: &mut ExecSettings,
-    terminal: &serde_json::Map<String, Value>,
+    terminal: &TerminalFile,
     path: &Path,
 ) -> Result<(), ConfigError> {
     let invalid = |key: &str, message: String| ConfigError::Type {
@@ -87,7 +116,7 @@ pub(super) fn apply(
         key: format!("terminal.{key}"),
         message,
     };
-    if let Some(v) = typed::<String>(terminal, "terminal", "backend", path)? {
+    if let Some(v) = &terminal.backend {
         exec.backend = match v.trim().to_ascii_lowercase().as_str() {
             "" | "auto" => BackendChoice::Auto,
             "local" => BackendChoice::Local,
@@ -102,7 +131,7 @@ pub(super) fn apply(
             }
         };
     }
-    if let Some(v) = typed::<u64>(terminal, "terminal", "max_processes", path)? {
+    if let Some(v) = terminal.max_processes {
         if v < 8 {
             return Err(invalid(
                 "max_processes",
@@ -111,16 +140,15 @@ pub(super) fn apply(
         }
         exec.max_processes = v;
     }
-    if let Some(v) = typed::<u64>(terminal, "terminal", "max_memory_mb", path)? {
+    if let Some(v) = terminal.max_memory_mb {
         exec.max_memory_mb = v;
     }
-    if let Some(v) = typed::<u64>(terminal, "terminal", "max_file_size_mb", path)? {
+    if let Some(v) = terminal.max_file_size_mb {
         exec.max_file_size_mb = v;
     }
-    if let Some(v) = terminal.get("network") {
+    if let Some(v) = &terminal.network {
         exec.network = match v {
             Value::Null => true,
-            // YAML 1.1 readers (PyYAML) turn a bare `on`/`off` into booleans.
             Value::Bool(b) => *b,
             Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
                 "on" | "true" | "yes" => true,
@@ -137,29 +165,24 @@ pub(super) fn apply(
             }
         };
     }
-    if let Some(v) = typed::<Vec<String>>(terminal, "terminal", "writable_paths", path)? {
+    if let Some(v) = &terminal.writable_paths {
         exec.writable_paths = v.iter().map(|p| expand_home(p)).collect();
     }
-    if let Some(v) = typed::<Vec<String>>(terminal, "terminal", "env_passthrough", path)? {
-        exec.env_passthrough = v;
+    if let Some(v) = &terminal.env_passthrough {
+        exec.env_passthrough = v.clone();
     }
-    if let Some(v) = typed::<String>(terminal, "terminal", "docker_image", path)?
+    if let Some(v) = &terminal.docker_image
         && !v.trim().is_empty()
     {
         exec.docker_image = v.trim().to_string();
     }
-    exec.ssh.host = typed::<String>(terminal, "terminal", "ssh_host", path)?
-        .filter(|h| !h.trim().is_empty())
-        .or(exec.ssh.host.take());
-    exec.ssh.user = typed::<String>(terminal, "terminal", "ssh_user", path)?
-        .filter(|u| !u.trim().is_empty())
-        .or(exec.ssh.user.take());
-    if let Some(v) = typed::<u16>(terminal, "terminal", "ssh_port", path)? {
+    let nonempty = |v: &Option<String>| v.clone().filter(|h| !h.trim().is_empty());
+    exec.ssh.host = nonempty(&terminal.ssh_host).or(exec.ssh.host.take());
+    exec.ssh.user = nonempty(&terminal.ssh_user).or(exec.ssh.user.take());
+    if let Some(v) = terminal.ssh_port {
         exec.ssh.port = Some(v);
     }
-    if let Some(v) = typed::<String>(terminal, "terminal", "ssh_key", path)?
-        && !v.trim().is_empty()
-    {
+    if let Some(v) = nonempty(&terminal.ssh_key) {
         exec.ssh.key = Some(expand_home(&v));
     }
     Ok(())
@@ -179,9 +202,9 @@ mod tests {
     use super::*;
 
     fn parse(yaml: &str) -> Result<ExecSettings, ConfigError> {
-        let map: serde_json::Map<String, Value> = serde_saphyr::from_str(yaml).unwrap();
+        let file: TerminalFile = serde_saphyr::from_str(yaml).unwrap();
         let mut exec = ExecSettings::default();
-        apply(&mut exec, &map, Path::new("config.yaml"))?;
+        apply(&mut exec, &file, Path::new("config.yaml"))?;
         Ok(exec)
     }
 

@@ -123,31 +123,28 @@ impl ApiServerConfig {
 /// `gateway.api_server.{max_concurrent, max_connections, max_connections_per_ip,
 /// header_timeout}`; each must be a positive number.
 fn limits_from_config(config: &crate::config::Config) -> Result<(usize, ConnectionLimits), String> {
-    let section = config.raw.get("gateway").and_then(|g| g.get("api_server"));
-    let num = |k: &str| -> Result<Option<f64>, String> {
-        match section.and_then(|s| s.get(k)) {
-            None | Some(Value::Null) => Ok(None),
-            Some(v) => match v.as_f64() {
-                Some(n) if n > 0.0 && n.is_finite() => Ok(Some(n)),
-                _ => Err(format!(
-                    "gateway.api_server.{k} in config.yaml must be a positive number, got {v}"
-                )),
-            },
+    let s = &config.file.gateway.api_server;
+    let num = |k: &str, v: Option<f64>| -> Result<Option<f64>, String> {
+        match v {
+            Some(n) if !(n > 0.0 && n.is_finite()) => Err(format!(
+                "gateway.api_server.{k} in config.yaml must be a positive number, got {n}"
+            )),
+            other => Ok(other),
         }
     };
     let defaults = ConnectionLimits::default();
-    let max_concurrent = match num("max_concurrent")? {
+    let max_concurrent = match num("max_concurrent", s.max_concurrent)? {
         Some(n) => n,
-        None => num("max_concurrent_runs")?.unwrap_or(10.0),
+        None => num("max_concurrent_runs", s.max_concurrent_runs)?.unwrap_or(10.0),
     };
     let limits = ConnectionLimits {
-        header_timeout: num("header_timeout")?
+        header_timeout: num("header_timeout", s.header_timeout)?
             .map(Duration::from_secs_f64)
             .unwrap_or(defaults.header_timeout),
-        max_connections: num("max_connections")?
+        max_connections: num("max_connections", s.max_connections)?
             .map(|n| n as usize)
             .unwrap_or(defaults.max_connections),
-        max_per_ip: num("max_connections_per_ip")?
+        max_per_ip: num("max_connections_per_ip", s.max_connections_per_ip)?
             .map(|n| n as usize)
             .unwrap_or(defaults.max_per_ip),
     };
@@ -553,9 +550,18 @@ mod tests {
         for (k, v) in env {
             vars.set(*k, *v);
         }
-        let mut c = crate::config::Config::defaults(crate::config::HermesHome::new("/tmp/x"), vars);
-        c.raw = raw;
-        c
+        let yaml = if raw.is_null() {
+            String::new()
+        } else {
+            raw.to_string()
+        };
+        crate::config::Config::from_yaml(
+            crate::config::HermesHome::new("/tmp/x"),
+            vars,
+            &yaml,
+            std::path::Path::new("/tmp/x/config.yaml"),
+        )
+        .unwrap()
     }
 
     #[test]

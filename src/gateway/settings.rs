@@ -34,44 +34,29 @@ pub struct GatewaySettings {
 
 impl GatewaySettings {
     pub fn from_config(config: &crate::config::Config) -> Self {
-        let gw = config.raw.get("gateway");
-        let num = |k: &str| gw.and_then(|g| g.get(k)).and_then(|v| v.as_f64());
-        let top_num = |k: &str| config.raw.get(k).and_then(|v| v.as_f64());
-        let flag = |k: &str| {
-            config
-                .raw
-                .get(k)
-                .or_else(|| gw.and_then(|g| g.get(k)))
-                .and_then(|v| v.as_bool())
-        };
+        let f = &config.file;
+        let gw = &f.gateway;
         GatewaySettings {
             approval_timeout: Duration::from_secs(config.approvals.timeout.max(1)),
-            idle_evict: Duration::from_secs_f64(
-                num("session_idle_seconds").unwrap_or(600.0).max(1.0),
-            ),
+            idle_evict: Duration::from_secs_f64(gw.session_idle_seconds.unwrap_or(600.0).max(1.0)),
             // Python's top-level keys, with `gateway.<key>` accepted too.
-            group_sessions_per_user: flag("group_sessions_per_user").unwrap_or(true),
-            require_mention: flag("require_mention").unwrap_or(true),
-            max_live_sessions: top_num("max_live_sessions").unwrap_or(16.0).max(1.0) as usize,
-            max_concurrent_turns: top_num("max_concurrent_sessions").unwrap_or(32.0).max(1.0)
-                as usize,
-            dm_pairing: config
-                .raw
-                .get("unauthorized_dm_behavior")
-                .and_then(|v| v.as_str())
-                .is_none_or(|v| v != "ignore"),
-            streaming: gw
-                .and_then(|g| g.get("streaming"))
-                .and_then(|v| v.as_bool())
-                .unwrap_or(false),
+            group_sessions_per_user: f
+                .group_sessions_per_user
+                .or(gw.group_sessions_per_user)
+                .unwrap_or(true),
+            require_mention: f.require_mention.or(gw.require_mention).unwrap_or(true),
+            max_live_sessions: f.max_live_sessions.unwrap_or(16).max(1),
+            max_concurrent_turns: f.max_concurrent_sessions.unwrap_or(32).max(1),
+            dm_pairing: f.unauthorized_dm_behavior.as_deref() != Some("ignore"),
+            streaming: gw.streaming.unwrap_or(false),
             stream_interval: Duration::from_millis(
-                num("stream_interval_ms").unwrap_or(1000.0).max(50.0) as u64,
+                gw.stream_interval_ms.unwrap_or(1000.0).max(50.0) as u64,
             ),
             // At least a day: Telegram may offer an unconfirmed update for 24 hours.
             ledger_keep: Duration::from_secs_f64(
-                num("ledger_retention_days").unwrap_or(7.0).max(1.0) * 86_400.0,
+                gw.ledger_retention_days.unwrap_or(7.0).max(1.0) * 86_400.0,
             ),
-            max_queued_per_chat: num("max_queued_per_chat").unwrap_or(100.0).max(1.0) as usize,
+            max_queued_per_chat: gw.max_queued_per_chat.unwrap_or(100.0).max(1.0) as usize,
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod retry;
 mod stream_driver;
 pub mod text_tool_calls;
 pub mod types;
+pub mod usage_estimate;
 
 use futures::stream::BoxStream;
 

@@ -24,14 +24,14 @@ pub enum CacheTtl {
 }
 
 impl CacheTtl {
-    /// Reads `prompt_caching.cache_ttl` from the raw config document. Anything other than `1h`
-    /// (absent, `5m`, or a typo) means the provider default of five minutes: a wrong value must
-    /// never make requests fail.
-    pub fn from_config(raw: &Value) -> CacheTtl {
-        match raw
-            .get("prompt_caching")
-            .and_then(|p| p.get("cache_ttl"))
-            .and_then(Value::as_str)
+    /// From `prompt_caching.cache_ttl`. Anything other than `1h` (absent, `5m`, or a typo) means
+    /// the provider default of five minutes: a wrong value must never make requests fail.
+    pub fn from_config(config: &crate::config::Config) -> CacheTtl {
+        match config
+            .file
+            .prompt_caching
+            .cache_ttl
+            .as_deref()
             .map(str::trim)
         {
             Some("1h") => CacheTtl::OneHour,
@@ -168,12 +168,21 @@ mod tests {
 
     #[test]
     fn ttl_from_config() {
-        assert_eq!(CacheTtl::from_config(&Value::Null), CacheTtl::FiveMinutes);
-        let one_hour = json!({"prompt_caching": {"cache_ttl": "1h"}});
+        let load = |yaml: &str| {
+            crate::config::Config::from_yaml(
+                crate::config::HermesHome::new("/tmp/none"),
+                crate::config::EnvVars::default(),
+                yaml,
+                std::path::Path::new("config.yaml"),
+            )
+            .unwrap()
+        };
+        assert_eq!(CacheTtl::from_config(&load("")), CacheTtl::FiveMinutes);
+        let one_hour = load("prompt_caching:\n  cache_ttl: 1h\n");
         assert_eq!(CacheTtl::from_config(&one_hour), CacheTtl::OneHour);
-        for other in [json!("5m"), json!("2h"), json!(3600), Value::Null] {
-            let raw = json!({"prompt_caching": {"cache_ttl": other}});
-            assert_eq!(CacheTtl::from_config(&raw), CacheTtl::FiveMinutes, "{raw}");
+        for other in ["5m", "2h", "'3600'", "~"] {
+            let c = load(&format!("prompt_caching:\n  cache_ttl: {other}\n"));
+            assert_eq!(CacheTtl::from_config(&c), CacheTtl::FiveMinutes, "{other}");
         }
         assert_eq!(
             CacheTtl::OneHour.marker(),

@@ -207,7 +207,7 @@ pub async fn resolve(inputs: ResolveInputs<'_>) -> Result<Provider, ProviderErro
                         detail: " (the server lists no models)".into(),
                     })?;
                 let mut provider = Provider::new(&row.name, &model, &row.base_url, None);
-                provider.cache_ttl = CacheTtl::from_config(&config.raw);
+                provider.cache_ttl = CacheTtl::from_config(config);
                 config.model_limits.apply(&mut provider);
                 return Ok(provider);
             }
@@ -260,7 +260,7 @@ pub async fn resolve(inputs: ResolveInputs<'_>) -> Result<Provider, ProviderErro
     provider.key_env = row.key_env.clone();
     provider.wire_api = wire_api;
     provider.headers = row.headers.clone();
-    provider.cache_ttl = CacheTtl::from_config(&config.raw);
+    provider.cache_ttl = CacheTtl::from_config(config);
     config.model_limits.apply(&mut provider);
     if let Some(timeout) = row.request_timeout {
         provider.request_timeout = timeout;

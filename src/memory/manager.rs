@@ -321,7 +321,7 @@ mod tests {
             crate::config::HermesHome::new(home.path()),
             crate::config::EnvVars::default(),
         );
-        cfg.raw = serde_json::json!({"memory": {"prefetch_timeout": 0.05}});
+        cfg.file.memory.prefetch_timeout = Some(0.05);
         let m = MemoryManager::with_provider(&cfg, Some(Arc::new(Slow)));
         let started = std::time::Instant::now();
         assert_eq!(m.prefetch("hello there", "s", "cli").await, None);

@@ -1,10 +1,7 @@
-//! The `memory:` section of config.yaml, read leniently from `Config::raw` (Python Hermes writes
-//! numbers as numbers, people sometimes write them as strings; a bad value falls back to the
-//! default with a log line rather than refusing to start).
+//! Memory settings from the typed `memory:` section of config.yaml (`config/memory.rs`): Python
+//! Hermes' defaults, plus our prefetch timeout and recall limit.
 
 use std::time::Duration;
-
-use serde_json::Value;
 
 use crate::config::Config;
 
@@ -50,50 +47,35 @@ impl Default for MemorySettings {
 }
 
 impl MemorySettings {
+    /// From the typed `memory:` section (types were checked at load); out-of-range values are
+    /// clamped or fall back to the default with a log line.
     pub fn from_config(config: &Config) -> Self {
-        let mut s = MemorySettings::default();
-        let Some(section) = config.raw.get("memory").filter(|v| v.is_object()) else {
-            return s;
+        let d = MemorySettings::default();
+        let f = &config.file.memory;
+        let prefetch_timeout = match f.prefetch_timeout {
+            None => d.prefetch_timeout,
+            Some(secs) if secs.is_finite() && (0.0..=60.0).contains(&secs) => {
+                Duration::from_secs_f64(secs)
+            }
+            Some(secs) => {
+                tracing::warn!(
+                    key = "memory.prefetch_timeout",
+                    value = secs,
+                    "must be 0 to 60 seconds; using the default"
+                );
+                d.prefetch_timeout
+            }
         };
-        let get = |k: &str| section.get(k).filter(|v| !v.is_null());
-        if let Some(v) = get("memory_enabled") {
-            s.memory_enabled = as_bool(v, "memory.memory_enabled", s.memory_enabled);
+        MemorySettings {
+            memory_enabled: f.memory_enabled.unwrap_or(d.memory_enabled),
+            user_profile_enabled: f.user_profile_enabled.unwrap_or(d.user_profile_enabled),
+            memory_char_limit: f.memory_char_limit.unwrap_or(d.memory_char_limit),
+            user_char_limit: f.user_char_limit.unwrap_or(d.user_char_limit),
+            nudge_interval: f.nudge_interval.unwrap_or(d.nudge_interval),
+            provider: f.provider.clone(),
+            prefetch_timeout,
+            recall_limit: f.recall_limit.map_or(d.recall_limit, |n| n.clamp(1, 10)),
         }
-        if let Some(v) = get("user_profile_enabled") {
-            s.user_profile_enabled =
-                as_bool(v, "memory.user_profile_enabled", s.user_profile_enabled);
-        }
-        if let Some(v) = get("memory_char_limit") {
-            s.memory_char_limit = as_count(v, "memory.memory_char_limit", s.memory_char_limit);
-        }
-        if let Some(v) = get("user_char_limit") {
-            s.user_char_limit = as_count(v, "memory.user_char_limit", s.user_char_limit);
-        }
-        if let Some(v) = get("nudge_interval") {
-            let n = as_count(v, "memory.nudge_interval", s.nudge_interval as usize);
-            s.nudge_interval = u32::try_from(n).unwrap_or(u32::MAX);
-        }
-        if let Some(Value::String(name)) = get("provider") {
-            let name = name.trim();
-            if !name.is_empty() {
-                s.provider = Some(name.to_string());
-            }
-        }
-        if let Some(v) = get("prefetch_timeout") {
-            let secs = match v {
-                Value::Number(n) => n.as_f64(),
-                Value::String(t) => t.trim().parse::<f64>().ok(),
-                _ => None,
-            };
-            match secs.filter(|s| s.is_finite() && *s >= 0.0 && *s <= 60.0) {
-                Some(secs) => s.prefetch_timeout = Duration::from_secs_f64(secs),
-                None => warn_bad("memory.prefetch_timeout", v),
-            }
-        }
-        if let Some(v) = get("recall_limit") {
-            s.recall_limit = as_count(v, "memory.recall_limit", s.recall_limit).clamp(1, 10);
-        }
-        s
     }
 
     /// True when neither file is in use.
@@ -102,58 +84,24 @@ impl MemorySettings {
     }
 }
 
-fn warn_bad(key: &str, v: &Value) {
-    tracing::warn!(key, value = %v, "ignoring an invalid value in config.yaml; using the default");
-}
-
-fn as_bool(v: &Value, key: &str, default: bool) -> bool {
-    match v {
-        Value::Bool(b) => *b,
-        Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
-            "true" | "yes" | "on" | "1" => true,
-            "false" | "no" | "off" | "0" => false,
-            _ => {
-                warn_bad(key, v);
-                default
-            }
-        },
-        _ => {
-            warn_bad(key, v);
-            default
-        }
-    }
-}
-
-fn as_count(v: &Value, key: &str, default: usize) -> usize {
-    let n = match v {
-        Value::Number(n) => n.as_u64(),
-        Value::String(s) => s.trim().replace(['_', ','], "").parse::<u64>().ok(),
-        _ => None,
-    };
-    match n.and_then(|n| usize::try_from(n).ok()) {
-        Some(n) => n,
-        None => {
-            warn_bad(key, v);
-            default
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::{EnvVars, HermesHome};
 
-    fn load(yaml: &str) -> MemorySettings {
+    fn try_load(yaml: &str) -> Result<MemorySettings, crate::config::ConfigError> {
         let home = tempfile::tempdir().unwrap();
         let cfg = Config::from_yaml(
             HermesHome::new(home.path()),
             EnvVars::default(),
             yaml,
             std::path::Path::new("config.yaml"),
-        )
-        .unwrap();
-        MemorySettings::from_config(&cfg)
+        )?;
+        Ok(MemorySettings::from_config(&cfg))
+    }
+
+    fn load(yaml: &str) -> MemorySettings {
+        try_load(yaml).unwrap()
     }
 
     #[test]
@@ -171,13 +119,16 @@ mod tests {
     }
 
     #[test]
-    fn bad_values_fall_back() {
-        let s = load(
-            "memory:\n  memory_char_limit: lots\n  prefetch_timeout: -3\n  memory_enabled: maybe\n  provider: ''\n",
-        );
-        assert_eq!(s.memory_char_limit, DEFAULT_MEMORY_CHAR_LIMIT);
+    fn bad_values_are_refused_or_fall_back() {
+        for bad in [
+            "memory:\n  memory_char_limit: lots\n",
+            "memory:\n  memory_enabled: maybe\n",
+        ] {
+            let e = try_load(bad).unwrap_err().to_string();
+            assert!(e.contains("memory."), "{e}");
+        }
+        let s = load("memory:\n  prefetch_timeout: -3\n  provider: ''\n");
         assert_eq!(s.prefetch_timeout, DEFAULT_PREFETCH_TIMEOUT);
-        assert!(s.memory_enabled);
         assert_eq!(s.provider, None);
     }
 }

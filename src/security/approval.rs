@@ -116,6 +116,9 @@ pub struct ApprovalGate {
     ctx: Context,
     reviewer: Option<SmartReviewer>,
     yolo: AtomicBool,
+    /// `--yes` of a one-shot run: actions that ask for a plain yes (a skill install from the
+    /// hub) go ahead. Never applies to commands, which only `--yolo` lets through unasked.
+    assume_yes: AtomicBool,
     allowlist: Arc<Mutex<Vec<String>>>,
     deny: Vec<DenyRule>,
     session: Mutex<HashSet<&'static str>>,
@@ -161,6 +164,7 @@ impl ApprovalGate {
             ctx: Context::from_env(),
             reviewer: None,
             yolo: AtomicBool::new(yolo),
+            assume_yes: AtomicBool::new(false),
             allowlist: Arc::new(Mutex::new(allowlist)),
             deny,
             session: Mutex::new(HashSet::new()),
@@ -240,6 +244,15 @@ impl ApprovalGate {
 
     pub fn yolo(&self) -> bool {
         self.yolo.load(Ordering::SeqCst)
+    }
+
+    /// Set by `-z … --yes`: yes-or-no questions outside command approval are answered yes.
+    pub fn set_assume_yes(&self, on: bool) {
+        self.assume_yes.store(on, Ordering::SeqCst);
+    }
+
+    pub fn assume_yes(&self) -> bool {
+        self.assume_yes.load(Ordering::SeqCst)
     }
 
     pub fn mode(&self) -> ApprovalMode {

@@ -21,7 +21,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::config::Config;
-use crate::security::paths;
+use crate::security::{paths, secret_files};
 
 /// What a protected path is, which decides the advice in the refusal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +48,8 @@ pub enum Kind {
     System,
     /// Listed by the user in `security.protected_paths`.
     UserListed,
+    /// A secrets file anywhere (a project's `.env`, a private key, `.npmrc`; `secret_files`).
+    SecretFile,
 }
 
 impl Kind {
@@ -67,6 +69,7 @@ impl Kind {
             Kind::Startup => "a shell start-up file",
             Kind::System => "a system file",
             Kind::UserListed => "listed in security.protected_paths",
+            Kind::SecretFile => "a secrets file (environment values, a private key or tokens)",
         }
     }
 
@@ -89,6 +92,9 @@ impl Kind {
             Kind::Sessions => "use `hermes sessions …` to inspect or change session history",
             Kind::Checkpoints => "use `/rollback` or `hermes checkpoints …`",
             Kind::HermesHome => "ask the user to change it themselves",
+            Kind::SecretFile => {
+                "read its documented shape instead (.env.example), or ask the user; to let hermes read this file, the user adds its path to security.readable_paths in config.yaml"
+            }
             Kind::Credentials | Kind::Startup | Kind::System | Kind::UserListed => {
                 "ask the user to make this change themselves"
             }
@@ -185,6 +191,9 @@ pub struct ProtectedPaths {
     /// Resolved paths nothing may read: existing files found when this was built plus the
     /// declared ones (which may not exist). For sandbox mounts: hide these.
     pub no_read: Vec<PathBuf>,
+    /// `security.readable_paths` (resolved): secrets files by name the user lets the file tools
+    /// read. Never a rule above: `$HERMES_HOME/.env` stays unreadable.
+    readable: Vec<PathBuf>,
 }
 
 /// Where the roots of the list are; `for_config` fills it from the config.
@@ -196,6 +205,9 @@ pub struct Roots {
     pub user_homes: Vec<PathBuf>,
     /// `security.protected_paths`.
     pub extra: Vec<PathBuf>,
+    /// `security.readable_paths`: files or directories whose secrets files (`secret_files`) the
+    /// file tools may read.
+    pub readable: Vec<PathBuf>,
 }
 
 impl ProtectedPaths {
@@ -215,6 +227,7 @@ impl ProtectedPaths {
             hermes_home: config.home.root().to_path_buf(),
             user_homes,
             extra: config.security.protected_paths.clone(),
+            readable: config.security.readable_paths.clone(),
         })
     }
 
@@ -294,6 +307,7 @@ impl ProtectedPaths {
 
         let mut me = ProtectedPaths {
             rules,
+            readable: roots.readable.iter().map(|p| resolve_lenient(p)).collect(),
             ..Default::default()
         };
         me.fill_lists();
@@ -399,6 +413,11 @@ impl ProtectedPaths {
             if is_process_secret(candidate) {
                 return Some(Kind::Secrets);
             }
+        }
+        if secret_files::is_secret_file(resolved)
+            && !self.readable.iter().any(|r| resolved.starts_with(r))
+        {
+            return Some(Kind::SecretFile);
         }
         // A hard link elsewhere is the same secret under another name. Only files with more
         // than one link need the comparison, which keeps walks cheap.

@@ -30,6 +30,7 @@ fn fixture() -> Fixture {
         hermes_home: hermes.clone(),
         user_homes: vec![home.clone()],
         extra: vec![root.join("prod")],
+        readable: vec![root.join("work/allowed")],
     });
     Fixture {
         _dir: dir,
@@ -226,4 +227,56 @@ fn nul_bytes_are_refused() {
         .check_write(Path::new("/tmp/a\0b"), "a\0b")
         .unwrap_err();
     assert!(matches!(err, Refusal::Unresolvable { .. }), "{err}");
+}
+
+#[test]
+fn project_secrets_files_are_unreadable_unless_the_user_allows_them() {
+    let f = fixture();
+    std::fs::create_dir_all(f.work.join("allowed")).unwrap();
+    for name in [
+        ".env",
+        ".env.local",
+        "id_rsa",
+        ".npmrc",
+        "allowed/.env",
+        ".env.example",
+    ] {
+        std::fs::write(f.work.join(name), "TOKEN=abc\n").unwrap();
+    }
+    for name in [".env", ".env.local", "id_rsa", ".npmrc"] {
+        let p = f.work.join(name);
+        let e = f.protected.check_read(&p, name).unwrap_err().to_string();
+        assert!(
+            e.contains("may not read") && e.contains("security.readable_paths"),
+            "{name}: {e}"
+        );
+        assert!(f.protected.is_unreadable(&p), "{name}");
+        // Creating or overwriting one is not refused (only reading it).
+        assert!(f.protected.check_write(&p, name).is_ok(), "{name}");
+    }
+    // Listed in security.readable_paths, or a documented shape: readable.
+    assert!(
+        f.protected
+            .check_read(&f.work.join("allowed/.env"), "a")
+            .is_ok()
+    );
+    assert!(
+        f.protected
+            .check_read(&f.work.join(".env.example"), "e")
+            .is_ok()
+    );
+    // A symlink with an innocent name is judged by what it points at.
+    symlink(f.work.join(".env"), f.work.join("notes.txt")).unwrap();
+    assert!(
+        f.protected
+            .check_read(&f.work.join("notes.txt"), "notes.txt")
+            .is_err()
+    );
+    // readable_paths never opens hermes's own secrets.
+    let p = ProtectedPaths::new(Roots {
+        hermes_home: f.hermes.clone(),
+        readable: vec![f.hermes.clone()],
+        ..Default::default()
+    });
+    assert!(p.check_read(&f.hermes.join(".env"), ".env").is_err());
 }

@@ -115,6 +115,18 @@ fn never_matches() -> Regex {
     Regex::new(r"[^\s\S]").unwrap()
 }
 
+/// Where one secret is in a text (byte offsets).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SecretSpan {
+    /// Where what identified it starts: the name of `password=…`, the `Bearer` word, the
+    /// digits of a bot token; `start` for a known value or a prefixed token. Text cut between
+    /// `context` and `end` would no longer be recognised.
+    pub context: usize,
+    /// What is replaced: `start..end`.
+    pub start: usize,
+    pub end: usize,
+}
+
 /// Finds and replaces secrets. Build one per process (`Redactor::new` with the loaded secret
 /// values) and share it; `Redactor::patterns_only()` knows the token shapes alone.
 #[derive(Clone)]
@@ -219,6 +231,25 @@ impl Redactor {
         }
         let mut out: Option<String> = None;
         let mut copied = 0usize;
+        self.find_secrets(text, |span| {
+            let buf = out.get_or_insert_with(|| String::with_capacity(text.len()));
+            buf.push_str(&text[copied..span.start]);
+            buf.push_str(REDACTED);
+            copied = span.end;
+        });
+        match out {
+            None => Cow::Borrowed(text),
+            Some(mut buf) => {
+                buf.push_str(&text[copied..]);
+                Cow::Owned(buf)
+            }
+        }
+    }
+
+    /// Calls `found` for every secret in `text`, in order, never overlapping (also when the
+    /// redactor is disabled: the caller decides).
+    pub fn find_secrets(&self, text: &str, mut found: impl FnMut(SecretSpan)) {
+        let mut copied = 0usize;
         let mut pos = 0usize;
         while pos < text.len() {
             let Some(m) = self.automaton.find(Input::new(text).span(pos..text.len())) else {
@@ -233,22 +264,22 @@ impl Redactor {
             };
             match span {
                 Some((start, end)) if start >= copied => {
-                    let buf = out.get_or_insert_with(|| String::with_capacity(text.len()));
-                    buf.push_str(&text[copied..start]);
-                    buf.push_str(REDACTED);
+                    found(SecretSpan {
+                        context: start.min(m.start()),
+                        start,
+                        end,
+                    });
                     copied = end;
                     pos = end;
                 }
                 _ => pos = next_boundary(text, m.start()),
             }
         }
-        match out {
-            None => Cow::Borrowed(text),
-            Some(mut buf) => {
-                buf.push_str(&text[copied..]);
-                Cow::Owned(buf)
-            }
-        }
+    }
+
+    /// Length in bytes of the longest known value (0 with none).
+    pub fn longest_value(&self) -> usize {
+        self.secrets.iter().map(String::len).max().unwrap_or(0)
     }
 
     /// Like [`Redactor::redact`], into an owned string.
@@ -406,9 +437,15 @@ fn named_value(text: &str, name_end: usize) -> Option<(usize, usize)> {
             }
             n
         }
-        Some(q) => b[i..len.min(i + 512)]
-            .iter()
-            .position(|&c| c == q || c == b'\n')?,
+        Some(q) => {
+            let window = &b[i..len.min(i + 512)];
+            match window.iter().position(|&c| c == q || c == b'\n') {
+                Some(n) => n,
+                // The text ends inside the quotes (a stream cut there): the value runs to the end.
+                None if i + 512 >= len => window.len(),
+                None => return None,
+            }
+        }
     };
     let value = text.get(value_start..value_start + value_len)?;
     if value.chars().count() < 6 || is_placeholder(value) {

@@ -33,7 +33,7 @@ use crate::sessions::{SearchHit, schema, search};
 pub use compact::CompressionFailure;
 pub use error::StoreError;
 use error::{classify, is_foreign_key_error};
-pub use ledger::{ChildUsage, Insights, ModelUsage};
+pub use ledger::{ChildUsage, ESTIMATED_BILLING_MODE, Insights, ModelUsage};
 pub use listing::SessionSummary;
 
 /// Sources whose sessions are internal (delegated children, tool runs) and hidden from browsing.
@@ -371,6 +371,21 @@ impl SessionStore {
         api_calls: u32,
         cost_usd: Option<f64>,
     ) -> Result<(), StoreError> {
+        self.record_usage(session_id, usage, api_calls, cost_usd, false)
+    }
+
+    /// Records usage; `estimated` marks tokens hermes counted itself (the provider reported
+    /// none): they count everywhere (totals, caps) and their per-model row carries
+    /// [`ledger::ESTIMATED_BILLING_MODE`], so `/usage` and `insights` can say so.
+    pub fn record_usage(
+        &self,
+        session_id: &str,
+        usage: &Usage,
+        api_calls: u32,
+        cost_usd: Option<f64>,
+        estimated: bool,
+    ) -> Result<(), StoreError> {
+        let mode = estimated.then_some(ledger::ESTIMATED_BILLING_MODE);
         let cost = cost_usd
             .filter(|c| c.is_finite() && *c > 0.0)
             .unwrap_or(0.0);
@@ -408,7 +423,7 @@ impl SessionStore {
                          cache_write_tokens, reasoning_tokens, estimated_cost_usd, actual_cost_usd,
                          first_seen, last_seen)
                      SELECT id, COALESCE(NULLIF(model, ''), 'unknown'), COALESCE(billing_provider, ''),
-                         COALESCE(billing_base_url, ''), COALESCE(billing_mode, ''), '',
+                         COALESCE(billing_base_url, ''), COALESCE(?10, billing_mode, ''), '',
                          ?2, ?3, ?4, ?5, ?6, ?7, ?9, 0.0, ?8, ?8
                      FROM sessions WHERE id = ?1
                      ON CONFLICT(session_id, model, billing_provider, billing_base_url, billing_mode, task)
@@ -421,7 +436,7 @@ impl SessionStore {
                          reasoning_tokens = reasoning_tokens + excluded.reasoning_tokens,
                          estimated_cost_usd = COALESCE(estimated_cost_usd, 0) + excluded.estimated_cost_usd,
                          last_seen = excluded.last_seen",
-                    params![session_id, vals[5], vals[0], vals[1], vals[2], vals[3], vals[4], t, cost],
+                    params![session_id, vals[5], vals[0], vals[1], vals[2], vals[3], vals[4], t, cost, mode],
                 )?;
             }
             Ok(changed)

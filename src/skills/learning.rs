@@ -19,13 +19,13 @@ const REVIEW_PROMPT: &str = include_str!("../prompts/skill_review.md");
 const REVIEW_BUDGET: u32 = 16;
 const DEFAULT_NUDGE_INTERVAL: u64 = 10;
 
-fn skills_u64(config: &Config, key: &str) -> Option<u64> {
-    config.raw.get("skills")?.get(key)?.as_u64()
-}
-
 /// `skills.creation_nudge_interval` (0 turns the loop off).
 pub fn nudge_interval(config: &Config) -> u64 {
-    skills_u64(config, "creation_nudge_interval").unwrap_or(DEFAULT_NUDGE_INTERVAL)
+    config
+        .file
+        .skills
+        .creation_nudge_interval
+        .unwrap_or(DEFAULT_NUDGE_INTERVAL)
 }
 
 /// The review instructions (a user copy in `$HERMES_HOME/prompts/skill_review.md` wins).
@@ -110,7 +110,7 @@ mod tests {
             crate::config::HermesHome::new(home.path()),
             crate::config::EnvVars::default(),
         );
-        cfg.raw = serde_json::json!({"skills": {"creation_nudge_interval": 2}});
+        cfg.file.skills.creation_nudge_interval = Some(2);
         let learning = SkillLearning::new(&cfg);
         let line = crate::turn::Admission::new(1, 1);
         let info = TurnInfo {

@@ -6,11 +6,13 @@
 //! index of the frozen system prompt; `manage` is `skill_manage` (`similar` finds the existing
 //! skill a new one would duplicate); `guard` scans skill directories for threats (with
 //! `security::scan`); `usage` keeps `.usage.json` and provenance; `probation` counts successful
-//! uses of new agent-made skills; `bundled` ships and syncs our own skills; `learning` is the
+//! uses of new agent-made skills; `bundled` ships and syncs our own skills; `hub` installs
+//! skills from git repositories and skill indexes; `learning` is the
 //! background review that turns long tool-using turns into skills.
 
 pub mod bundled;
 pub mod guard;
+pub mod hub;
 pub mod index;
 pub mod learning;
 pub mod manage;

@@ -24,10 +24,9 @@ pub const DEFAULT_PROBATION_USES: u64 = 3;
 /// `skills.probation_uses`: successful uses that end a new skill's probation (0 = none).
 pub fn required_uses(config: &Config) -> u64 {
     config
-        .raw
-        .get("skills")
-        .and_then(|s| s.get("probation_uses"))
-        .and_then(serde_json::Value::as_u64)
+        .file
+        .skills
+        .probation_uses
         .unwrap_or(DEFAULT_PROBATION_USES)
 }
 
@@ -127,7 +126,7 @@ mod tests {
             crate::config::HermesHome::new(home.path()),
             crate::config::EnvVars::default(),
         );
-        cfg.raw = serde_json::json!({"skills": {"probation_uses": 2}});
+        cfg.file.skills.probation_uses = Some(2);
         let skills = cfg.home.skills_dir();
         usage::mark_created(&skills, "fresh", true).unwrap();
         let p = Probation::new(&cfg);

@@ -16,8 +16,6 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::Value;
-
 use crate::config::{Config, EnvVars};
 use crate::skills::skill::{self, SkillDoc};
 use crate::skills::store_cache::{self, ParseCache};
@@ -118,28 +116,23 @@ impl SkillStore {
     /// The store for `$HERMES_HOME/skills` + `skills.external_dirs`, honouring `skills.disabled`
     /// and `skills.platform_disabled.cli`.
     pub fn from_config(config: &Config) -> Self {
-        let section = config.raw.get("skills");
-        let strings = |v: Option<&Value>| -> Vec<String> {
-            v.and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|s| s.as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let external = strings(section.and_then(|s| s.get("external_dirs")))
-            .into_iter()
-            .map(|d| expand_home(&d))
+        let section = &config.file.skills;
+        let external = section
+            .external_dirs
+            .iter()
+            .flatten()
+            .map(|d| expand_home(d))
             .collect();
-        let mut disabled: BTreeSet<String> = strings(section.and_then(|s| s.get("disabled")))
-            .into_iter()
-            .collect();
-        disabled.extend(strings(
+        let mut disabled: BTreeSet<String> = section.disabled.iter().flatten().cloned().collect();
+        disabled.extend(
             section
-                .and_then(|s| s.get("platform_disabled"))
-                .and_then(|p| p.get("cli")),
-        ));
+                .platform_disabled
+                .as_ref()
+                .and_then(|p| p.get("cli"))
+                .into_iter()
+                .flatten()
+                .cloned(),
+        );
         SkillStore {
             home_root: config.home.skills_dir(),
             external,

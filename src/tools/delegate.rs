@@ -12,7 +12,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::delegation::DelegationConfig;
 use crate::tools::registry::{ToolContext, ToolError, TypedTool};
 
 /// Most tasks in one call (more are refused: split the work or run another batch).
@@ -100,7 +99,7 @@ impl TypedTool for DelegateTool {
     const DESCRIPTION: &'static str = "Hand a task to a focused child agent with its own context and tools; it works and returns a summary. For several independent tasks pass `tasks` (run in parallel, results in order). Children cannot ask the user, use memory or delegate further. Give each child the paths and facts it needs: it does not see this conversation.";
 
     async fn run(&self, args: DelegateArgs, ctx: &ToolContext) -> Result<String, ToolError> {
-        let limits = DelegationConfig::from_raw(&ctx.config.raw);
+        let limits = ctx.config.delegation.clone();
         if ctx.depth >= limits.max_depth {
             return Err(ToolError::Respond(format!(
                 "delegation depth limit reached: an agent at depth {} cannot delegate (delegation.max_depth is {}); do the task yourself",

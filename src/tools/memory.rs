@@ -264,7 +264,7 @@ mod tests {
     #[tokio::test]
     async fn limits_come_from_config() {
         let t = env_with(|c| {
-            c.raw = serde_json::json!({"memory": {"memory_char_limit": 10}});
+            c.file.memory.memory_char_limit = Some(10);
         });
         let err = t
             .err(

@@ -17,6 +17,7 @@ pub mod registry;
 pub mod search_files;
 pub mod session_search;
 pub mod skills;
+pub mod skills_hub;
 pub mod skills_manage;
 pub mod terminal;
 #[cfg(debug_assertions)]

@@ -428,9 +428,11 @@ impl ToolRegistry {
     /// pick theirs from the registry `Services` discovered once).
     pub fn select(&self, config: &Config, toolsets: &[String]) -> Result<Self, ToolsetError> {
         let wanted = self.resolve_toolsets(toolsets, &config.custom_toolsets)?;
+        // `hermes tools disable` (agent.disabled_toolsets / agent.disabled_tools).
+        let disabled = config.disabled_tools(self);
         let mut tools = BTreeMap::new();
         for (name, tool) in &self.tools {
-            if !wanted.contains(name) {
+            if !wanted.contains(name) || disabled.contains(name) {
                 continue;
             }
             match tool.check_available(config) {

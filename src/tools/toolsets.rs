@@ -42,6 +42,11 @@ pub const BUILTIN: &[ToolsetSpec] = &[
         includes: &[],
     },
     ToolsetSpec {
+        name: "skills_hub",
+        description: "search, inspect and (with the user's yes) install skills from the hub",
+        includes: &[],
+    },
+    ToolsetSpec {
         name: "memory",
         description: "persistent notes about the user and environment",
         includes: &[],
@@ -69,6 +74,7 @@ pub const BUILTIN: &[ToolsetSpec] = &[
             "terminal",
             "todo",
             "skills",
+            "skills_hub",
             "memory",
             "session_search",
             "delegation",

@@ -368,3 +368,157 @@ fn snapshot_dir(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     v.sort();
     v
 }
+
+/// A project's `.env`, a private key and an `.npmrc` in the working directory are refused to
+/// read_file and skipped by search_files (the values reach no request); `.env.example` stays
+/// readable, and `security.readable_paths` lets the user allow one.
+#[test]
+fn project_secrets_files_are_refused_unless_the_user_allows_them() {
+    let env = TestEnv::new();
+    let cwd = env.cwd.path();
+    std::fs::write(cwd.join(".env"), "DB_PASSWORD=hunter2-project-db\n").unwrap();
+    std::fs::write(cwd.join(".env.example"), "DB_PASSWORD=\n").unwrap();
+    std::fs::write(cwd.join("id_ed25519"), "PRIVATE-project-key-material\n").unwrap();
+    std::fs::write(
+        cwd.join(".npmrc"),
+        "//registry/:_authToken=npm-project-token\n",
+    )
+    .unwrap();
+    let mock = MockLlm::with_script([
+        Reply::tool_calls([
+            ("r1", "read_file", json!({"path": ".env"})),
+            ("r2", "read_file", json!({"path": "id_ed25519"})),
+            ("r3", "read_file", json!({"path": ".npmrc"})),
+            ("r4", "read_file", json!({"path": ".env.example"})),
+            ("s1", "search_files", json!({"pattern": "project"})),
+        ]),
+        Reply::text("done"),
+    ]);
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["--yolo", "-z", "read the secrets"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let results = tool_results(&mock, 1);
+    assert_eq!(results.len(), 5, "{results:?}");
+    for r in &results[..3] {
+        assert!(
+            r.contains("may not read") && r.contains("security.readable_paths"),
+            "{r}"
+        );
+    }
+    assert!(results[3].contains("DB_PASSWORD="), "{}", results[3]);
+    assert!(
+        results[4].contains("protected file(s) skipped"),
+        "{}",
+        results[4]
+    );
+    let sent = serde_json::to_string(&mock.requests()).unwrap();
+    for secret in [
+        "hunter2-project-db",
+        "PRIVATE-project-key",
+        "npm-project-token",
+    ] {
+        assert!(!sent.contains(secret), "{secret} reached the model");
+    }
+
+    // The user allows the project's .env: now it is read.
+    env.config(&format!(
+        "security:\n  readable_paths: [{}]\n",
+        cwd.join(".env").display()
+    ));
+    let mock = MockLlm::with_script([
+        Reply::tool_call("r1", "read_file", json!({"path": ".env"})),
+        Reply::text("done"),
+    ]);
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["--yolo", "-z", "read it"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let results = tool_results(&mock, 1);
+    assert!(results[0].contains("DB_PASSWORD="), "{results:?}");
+}
+
+/// A secret value hermes loaded (from `$HERMES_HOME/.env`), as the model streams it.
+const STREAMED_SECRET: &str = "svc-Zx9q7PwL-4242-loaded";
+
+/// An answer that quotes the loaded secret bare (found by value, not by shape), long enough that
+/// the stream redactor lets text out before the end.
+fn answer_with_secret() -> String {
+    let filler = "The service answered normally and everything looks fine. ".repeat(6);
+    format!("{filler}The key you asked about is {STREAMED_SECRET} and nothing else. {filler}")
+}
+
+/// No piece of the secret long enough to mean anything appears in `text`.
+fn assert_no_secret_piece(text: &str, what: &str) {
+    for piece in ["Zx9q7PwL", "PwL-4242", "4242-loaded", "svc-Zx9"] {
+        assert!(!text.contains(piece), "{what} shows `{piece}`: {text}");
+    }
+}
+
+/// Streamed answer deltas are redacted before the REPL prints them, also when the secret
+/// arrives split across chunks.
+#[test]
+fn a_secret_streamed_in_pieces_never_reaches_the_repl_terminal() {
+    let env = TestEnv::new();
+    std::fs::write(
+        env.home_path().join(".env"),
+        format!("SERVICE_API_KEY={STREAMED_SECRET}\n"),
+    )
+    .unwrap();
+    let mock = MockLlm::with_script([Reply::text(answer_with_secret()).chunk_chars(5)]);
+    let out = env
+        .cmd(&mock.base_url())
+        .write_stdin("what is the key?\n/quit\n")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = crate::support::harness::stdout(&out);
+    assert!(
+        text.contains("The key you asked about is [REDACTED] and nothing else."),
+        "{text}"
+    );
+    assert!(text.contains("everything looks fine."), "{text}");
+    assert_no_secret_piece(&text, "the REPL");
+}
+
+/// The same through the Telegram gateway with streaming previews: neither the first message nor
+/// any edit of it holds the secret.
+#[test]
+fn a_secret_streamed_in_pieces_never_reaches_telegram() {
+    use crate::suite::gateway_support::Gw;
+    let mut gw = Gw::new([Reply::text(answer_with_secret())
+        .chunk_chars(7)
+        .chunk_interval(std::time::Duration::from_millis(5))]);
+    std::fs::write(
+        gw.env.home_path().join(".env"),
+        format!("SERVICE_API_KEY={STREAMED_SECRET}\n"),
+    )
+    .unwrap();
+    gw.config("gateway:\n  streaming: true\n  stream_interval_ms: 20\n");
+    gw.start();
+    gw.tg.push_text(42, "what is the key?");
+    gw.wait_ledger(|l| l == ["sent"]);
+    let mut shown: Vec<String> = gw.tg.sends().into_iter().map(|s| s.text).collect();
+    shown.extend(
+        gw.tg
+            .calls("editMessageText")
+            .iter()
+            .map(|e| e["text"].as_str().unwrap_or_default().to_string()),
+    );
+    assert!(shown.len() >= 2, "{shown:#?}");
+    for text in &shown {
+        assert_no_secret_piece(text, "a Telegram message");
+    }
+    assert!(
+        shown
+            .last()
+            .unwrap()
+            .contains("is [REDACTED] and nothing else."),
+        "{shown:#?}"
+    );
+    assert!(gw.stop().success());
+}

@@ -324,7 +324,7 @@ async fn slow_provider_never_holds_the_turn() {
 
     let home = tempfile::tempdir().unwrap();
     let mut config = Config::defaults(HermesHome::new(home.path()), EnvVars::default());
-    config.raw = json!({"memory": {"prefetch_timeout": 0.2}});
+    config.file.memory.prefetch_timeout = Some(0.2);
     let store =
         Arc::new(hermes::sessions::SessionStore::open(&home.path().join("state.db")).unwrap());
     let mut services = Services::new(Arc::new(config), store);

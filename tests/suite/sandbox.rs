@@ -316,6 +316,67 @@ fn sigkill_kills_the_command_and_resume_says_it_was_killed() {
     assert!(!result.contains("not run"), "{result}");
 }
 
+/// Whether `pid` is gone (or only a zombie waiting for its reaper).
+fn dead(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Without a cgroup, the background children of a local command die with a SIGKILLed hermes
+/// too (the command's supervisor; before it only the shell did).
+#[test]
+fn sigkill_of_hermes_kills_a_local_commands_background_children_without_a_cgroup() {
+    let env = TestEnv::new();
+    env.config("terminal:\n  backend: local\n");
+    let dir = env.cwd.path();
+    let (bg, fg) = (dir.join("bg.pid"), dir.join("fg.pid"));
+    let command = format!(
+        "sh -c 'sleep 30 & echo $! > {}; sleep 30 & echo $! > {}; wait'",
+        bg.display(),
+        fg.display()
+    );
+    let mock = MockLlm::with_script([
+        Reply::tool_call("c1", "terminal", json!({"command": command})),
+        Reply::text("never"),
+    ]);
+    let mut child = env
+        .spawnable(&mock.base_url(), &["--yolo", "-z", "go"])
+        .env("HERMES_TERMINAL_CGROUPS", "off")
+        .spawn()
+        .unwrap();
+    let read_pid = |p: &std::path::Path| {
+        std::fs::read_to_string(p)
+            .ok()
+            .and_then(|s| s.trim().parse::<i32>().ok())
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let pids = loop {
+        if let (Some(a), Some(b)) = (read_pid(&bg), read_pid(&fg)) {
+            break [a, b];
+        }
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(pids.iter().all(|p| !dead(*p)), "the sleeps are not running");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !pids.iter().all(|p| dead(*p)) {
+        if Instant::now() > deadline {
+            for p in pids {
+                // SAFETY: cleaning up the test's own survivors before failing.
+                unsafe { libc::kill(p, libc::SIGKILL) };
+            }
+            panic!("a background child outlived the SIGKILLed hermes: {pids:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn a_limit_that_cannot_apply_is_said_once_on_stderr_and_in_doctor() {
     let env = TestEnv::new();

@@ -46,7 +46,7 @@ fn docker_backend_runs_in_a_container_with_limits_and_removes_it() {
         Reply::tool_call(
             "c1",
             "terminal",
-            json!({"command": "echo id=$(hostname); echo pids=$(cat /sys/fs/cgroup/pids/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids.max); ls /sys/class/net; echo made > in-container.txt; exit 7"}),
+            json!({"command": "echo id=$(hostname); echo cpu=$(ulimit -t); echo pids=$(cat /sys/fs/cgroup/pids/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids.max); ls /sys/class/net; echo made > in-container.txt; exit 7"}),
         ),
         Reply::tool_call(
             "c2",
@@ -74,6 +74,8 @@ fn docker_backend_runs_in_a_container_with_limits_and_removes_it() {
         .unwrap()
         .to_string();
     assert!(first.contains("pids=64"), "{first}");
+    // CPU time ≤ the command's timeout (terminal.timeout defaults to 180 s).
+    assert!(first.contains("cpu=180\n"), "{first}");
     assert!(first.contains("[exit code: 7]"), "{first}");
     // network none: loopback only.
     assert!(first.contains("lo") && !first.contains("eth0"), "{first}");
@@ -195,9 +197,12 @@ fn ssh_backend_runs_on_the_host_with_output_and_exit_code() {
     ));
     let result = run_terminal(
         &env,
-        json!({"command": "echo remote-$((6*7)) in $(pwd); echo oops >&2; exit 3"}),
+        json!({"command": "echo remote-$((6*7)) in $(pwd); echo limits $(ulimit -t) $( (ulimit -u || ulimit -p) 2>/dev/null) $(ulimit -f); echo oops >&2; exit 3", "timeout": 77}),
         &[],
     );
+    // The remote limits apply: CPU time = the timeout, processes, file size (1 GiB in the
+    // 512-byte blocks of a POSIX sh).
+    assert!(result.contains("limits 77 512 2097152\n"), "{result}");
     assert!(
         result.contains(&format!("remote-42 in {}", env.cwd.path().display())),
         "{result}"

@@ -288,6 +288,8 @@ pub struct Reply {
     chunk_interval: Duration,
     chunk_chars: Option<usize>,
     cut_after: Option<usize>,
+    /// Sends no usage at all, even when asked (llama.cpp-style servers).
+    no_usage: bool,
 }
 
 impl Reply {
@@ -302,6 +304,7 @@ impl Reply {
             chunk_interval: Duration::ZERO,
             chunk_chars: None,
             cut_after: None,
+            no_usage: false,
         }
     }
 
@@ -419,6 +422,13 @@ impl Reply {
         if let Kind::Answer { text: t, .. } = &mut self.kind {
             *t = text.into();
         }
+        self
+    }
+
+    /// Reports no usage, neither in the stream nor in a whole answer, as servers that ignore
+    /// `stream_options.include_usage` do.
+    pub fn without_usage(mut self) -> Reply {
+        self.no_usage = true;
         self
     }
 
@@ -797,7 +807,7 @@ async fn chat_completions(
             .header("cache-control", "no-cache")
             .body(forever_body(&reply.kind, &id, &model, shared.clone())),
         Kind::Answer { .. } if streaming => {
-            let usage = include_usage.then(|| reply.usage_json(body.len()));
+            let usage = (include_usage && !reply.no_usage).then(|| reply.usage_json(body.len()));
             let events = stream_events(&reply, &id, &model, usage);
             Response::builder()
                 .status(200)
@@ -809,7 +819,17 @@ async fn chat_completions(
             .status(200)
             .header("content-type", "application/json")
             .body(Body::from(
-                completion_json(&reply, &id, &model, reply.usage_json(body.len())).to_string(),
+                completion_json(
+                    &reply,
+                    &id,
+                    &model,
+                    if reply.no_usage {
+                        Value::Null
+                    } else {
+                        reply.usage_json(body.len())
+                    },
+                )
+                .to_string(),
             )),
     }
     .unwrap_or_else(|e| {

@@ -3,8 +3,6 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
-
 use crate::config::Config;
 
 /// Threshold never below this many tokens (unless the window itself is smaller).
@@ -50,64 +48,38 @@ impl Default for CompressorConfig {
     }
 }
 
-/// Reads `path` (e.g. `["compression", "threshold"]`) from the raw config document.
-fn lookup<'a>(raw: &'a Value, path: &[&str]) -> Option<&'a Value> {
-    path.iter().try_fold(raw, |v, key| v.get(*key))
-}
-
-/// A number, also when YAML or `${VAR}` expansion left it as a string.
-fn number(v: Option<&Value>) -> Option<f64> {
-    match v? {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
-    .filter(|n: &f64| n.is_finite())
-}
-
 impl CompressorConfig {
     /// From `compression.*`, `model.context_length` (else [`known_context_length`]) and
     /// `auxiliary.compression.{model,provider,timeout}` of the loaded config.
     pub fn from_config(cfg: &Config, model: &str) -> Self {
-        let raw = &cfg.raw;
         let d = CompressorConfig::default();
-        let get = |key: &str| number(lookup(raw, &["compression", key]));
-        let enabled = match lookup(raw, &["compression", "enabled"]) {
-            Some(Value::Bool(b)) => *b,
-            Some(Value::String(s)) => !matches!(
-                s.trim().to_lowercase().as_str(),
-                "false" | "no" | "off" | "0"
-            ),
-            _ => d.enabled,
-        };
-        let context_length = number(lookup(raw, &["model", "context_length"]))
-            .filter(|n| *n >= 1_000.0)
-            .map(|n| n as u64)
+        let c = &cfg.file.compression;
+        let aux = &cfg.file.auxiliary.compression;
+        let context_length = cfg
+            .model
+            .context_length
+            .filter(|n| *n >= 1_000)
             .unwrap_or_else(|| known_context_length(model));
-        let aux_provider = lookup(raw, &["auxiliary", "compression", "provider"])
-            .and_then(Value::as_str)
-            .map(|s| s.trim().to_lowercase())
-            .unwrap_or_default();
         // A model on another provider needs its own client, which the caller owns; only a model
         // name for the main provider can be honoured here.
-        let summary_model = lookup(raw, &["auxiliary", "compression", "model"])
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|m| !m.is_empty() && matches!(aux_provider.as_str(), "" | "auto" | "main"))
-            .map(str::to_string);
+        let summary_model = aux
+            .model
+            .clone()
+            .filter(|m| m != "auto" && aux.own_provider().is_none());
+        let finite = |v: Option<f64>| v.filter(|n| n.is_finite());
         CompressorConfig {
-            enabled,
-            threshold: get("threshold").unwrap_or(d.threshold),
-            target_ratio: get("target_ratio").unwrap_or(d.target_ratio),
-            protect_first_n: get("protect_first_n")
+            enabled: c.enabled.unwrap_or(d.enabled),
+            threshold: finite(c.threshold).unwrap_or(d.threshold),
+            target_ratio: finite(c.target_ratio).unwrap_or(d.target_ratio),
+            protect_first_n: finite(c.protect_first_n)
                 .map(|n| n.max(0.0) as usize)
                 .unwrap_or(d.protect_first_n),
-            protect_last_n: get("protect_last_n")
+            protect_last_n: finite(c.protect_last_n)
                 .map(|n| n.max(0.0) as usize)
                 .unwrap_or(d.protect_last_n),
             context_length,
             summary_model,
-            summary_timeout: number(lookup(raw, &["auxiliary", "compression", "timeout"]))
+            summary_timeout: finite(aux.timeout)
                 .filter(|t| *t > 0.0)
                 .map(Duration::from_secs_f64)
                 .unwrap_or(d.summary_timeout),

@@ -75,8 +75,8 @@ pub struct Policy {
     pub child_allows: bool,
 }
 
-fn lookup<'a>(raw: &'a Value, path: &[&str]) -> Option<&'a Value> {
-    path.iter().try_fold(raw, |v, k| v.get(*k))
+fn lookup<'a>(section: Option<&'a Value>, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(section?, |v, k| v.get(*k))
 }
 
 fn word(v: Option<&Value>) -> Option<String> {
@@ -90,23 +90,24 @@ fn word(v: Option<&Value>) -> Option<String> {
 impl Policy {
     /// From a loaded config. Unknown values fall back to the safe side (deny).
     pub fn from_config(config: &Config) -> Self {
-        let raw = &config.raw;
+        let f = &config.file;
         let allows = |v: Option<String>| {
             v.is_some_and(|s| matches!(s.as_str(), "allow" | "approve" | "true" | "yes" | "on"))
         };
-        let cron_mode = word(lookup(raw, &["approvals", "cron_mode"]));
+        let cron_mode = f.approvals.cron_mode.as_deref().map(str::to_lowercase);
         if let Some(m) = &cron_mode
             && !matches!(m.as_str(), "deny" | "approve" | "allow")
         {
             tracing::warn!(value = %m, "approvals.cron_mode is neither deny nor approve; using deny");
         }
-        let api = word(lookup(raw, &["api_server", "approvals"]))
-            .or_else(|| word(lookup(raw, &["platforms", "api_server", "approvals"])));
+        // `api_server:` / `platforms:` are Python Hermes sections not typed yet.
+        let api = word(lookup(f.api_server.as_ref(), &["approvals"]))
+            .or_else(|| word(lookup(f.platforms.as_ref(), &["api_server", "approvals"])));
         Policy {
             mode: config.approvals.mode,
             cron_allows: allows(cron_mode),
             api_server_allows: allows(api),
-            child_allows: allows(word(lookup(raw, &["delegation", "subagent_auto_approve"]))),
+            child_allows: f.delegation.subagent_auto_approve.unwrap_or(false),
         }
     }
 }
@@ -397,16 +398,22 @@ mod tests {
     fn config_keys() {
         use crate::config::{EnvVars, HermesHome};
         let home = tempfile::tempdir().unwrap();
-        let mut c = Config::defaults(HermesHome::new(home.path()), EnvVars::default());
-        assert_eq!(Policy::from_config(&c), Policy::default());
-        c.raw = serde_json::json!({
-            "approvals": {"cron_mode": "approve"},
-            "api_server": {"approvals": "allow"},
-            "delegation": {"subagent_auto_approve": true},
-        });
+        let load = |yaml: &str| {
+            Config::from_yaml(
+                HermesHome::new(home.path()),
+                EnvVars::default(),
+                yaml,
+                &home.path().join("config.yaml"),
+            )
+            .unwrap()
+        };
+        assert_eq!(Policy::from_config(&load("")), Policy::default());
+        let c = load(
+            "approvals:\n  cron_mode: approve\napi_server:\n  approvals: allow\ndelegation:\n  subagent_auto_approve: true\n",
+        );
         let p = Policy::from_config(&c);
         assert!(p.cron_allows && p.api_server_allows && p.child_allows);
-        c.raw = serde_json::json!({"approvals": {"cron_mode": "sometimes"}});
+        let c = load("approvals:\n  cron_mode: sometimes\n");
         assert!(!Policy::from_config(&c).cron_allows);
     }
 }

@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use serde_json::Value;
 
 use crate::config::Config;
 use crate::llm::provider::{ProviderFlags, ResolveInputs};
@@ -37,37 +36,21 @@ pub struct SmartReviewer {
     timeout: Duration,
 }
 
-fn text(v: Option<&Value>) -> Option<String> {
-    v.and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|s| !s.is_empty() && *s != "auto")
-        .map(str::to_string)
-}
-
 impl SmartReviewer {
     /// The reviewer for an agent whose main client is `main`.
     pub fn new(config: Arc<Config>, main: Arc<dyn LlmClient>) -> Self {
-        let section = config.raw.get("auxiliary").and_then(|a| a.get("approval"));
-        let aux = section.and_then(|s| {
-            let model = text(s.get("model"));
-            let provider = text(s.get("provider")).filter(|p| p != "main");
-            let base_url = text(s.get("base_url"));
+        let s = &config.file.auxiliary.approval;
+        let model = s.model.clone().filter(|m| m != "auto");
+        let provider = s.own_provider();
+        let base_url = s.base_url.clone();
+        let aux =
             (model.is_some() || provider.is_some() || base_url.is_some()).then(|| ProviderFlags {
                 provider,
                 model,
                 base_url,
-                api_key: text(s.get("api_key")),
-            })
-        });
-        let timeout = section
-            .and_then(|s| s.get("timeout"))
-            .and_then(|t| {
-                t.as_f64()
-                    .or_else(|| t.as_str().and_then(|s| s.trim().parse().ok()))
-            })
-            .filter(|t| t.is_finite() && *t > 0.0 && *t <= 600.0)
-            .map(Duration::from_secs_f64)
-            .unwrap_or(DEFAULT_TIMEOUT);
+                api_key: s.api_key.clone(),
+            });
+        let timeout = s.timeout().unwrap_or(DEFAULT_TIMEOUT);
         SmartReviewer {
             main,
             config,

@@ -1,7 +1,14 @@
 //! The `docker` backend: one container per session from `terminal.docker_image`, started on the
 //! first command (the working directory mounted at the same path), with the command limits as
 //! container limits (`--pids-limit`, `--memory`, `--ulimit fsize`) and `--network none` when
-//! `terminal.network: off`. Commands run with `docker exec`; the container is removed when the
+//! `terminal.network: off`.
+//!
+//! CPU time: `docker exec` has no `--ulimit`, and a container-wide `--ulimit cpu` is fixed when
+//! the container starts while each command has its own timeout. So each exec'd shell first runs
+//! `ulimit -t <timeout>` (RLIMIT_CPU, soft and hard, as the local backend sets it), and the
+//! container gets `--ulimit cpu` at the longest foreground timeout as a ceiling no command can
+//! raise (root in a container has no CAP_SYS_RESOURCE). `--cpus` is not used: it caps the rate,
+//! not the total, and the timeout already bounds the wall time. Commands run with `docker exec`; the container is removed when the
 //! session's `SessionContainer` is dropped (session end, hermes exit). A hermes that was SIGKILLed
 //! cannot remove its container: containers are labelled with the owner's pid and those of dead
 //! owners are removed before the next container starts.
@@ -121,6 +128,10 @@ fn run_args(config: &Config, name: &str, cwd: &Path) -> Vec<String> {
             s.max_file_size_mb.saturating_mul(1024 * 1024)
         ));
     }
+    // The ceiling for every process in the container (see the module doc).
+    let cpu = crate::tools::terminal::MAX_TIMEOUT_SECS;
+    a.push("--ulimit".into());
+    a.push(format!("cpu={cpu}:{}", cpu + 5));
     if !s.network {
         a.push("--network".into());
         a.push("none".into());
@@ -147,12 +158,14 @@ pub fn exec_args(config: &Config, container: &str, req: &Request<'_>) -> Vec<Str
             a.push(format!("{k}={v}"));
         }
     }
-    a.extend([
-        container.to_string(),
-        "sh".into(),
-        "-c".into(),
-        req.command.to_string(),
-    ]);
+    // CPU time ≤ the timeout, like RLIMIT_CPU for local commands (see the module doc); on its
+    // own line so the command is parsed exactly as given.
+    let script = format!(
+        "ulimit -t {} 2>/dev/null\n{}",
+        req.timeout.as_secs().max(1),
+        req.command
+    );
+    a.extend([container.to_string(), "sh".into(), "-c".into(), script]);
     a
 }
 
@@ -244,5 +257,15 @@ mod tests {
         assert!(a.contains("--network none"), "{a}");
         assert!(a.contains("--memory 4096m"), "{a}");
         assert!(a.contains(" img:1 sleep"), "{a}");
+        assert!(a.contains("--ulimit cpu=600:605"), "{a}");
+        let req = Request {
+            shell: Path::new("/bin/sh"),
+            command: "echo hi",
+            cwd: Path::new("/work/p"),
+            workdir: Path::new("/work/p"),
+            timeout: std::time::Duration::from_secs(42),
+        };
+        let e = exec_args(&c, "ctr", &req);
+        assert_eq!(e.last().unwrap(), "ulimit -t 42 2>/dev/null\necho hi");
     }
 }

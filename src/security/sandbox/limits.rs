@@ -7,6 +7,9 @@
 //! Memory is a `memory` cgroup when writable, else `RLIMIT_DATA`. CPU time (`RLIMIT_CPU`, the
 //! foreground timeout) and file size (`RLIMIT_FSIZE`) are plain rlimits and always apply.
 //!
+//! `HERMES_TERMINAL_CGROUPS=off` in hermes's environment makes it use no cgroup at all (what a
+//! machine without a writable one does; the tests use it).
+//!
 //! Each command's cgroups are created under hermes's own cgroup (never moving anything out of the
 //! hierarchy hermes was put in), named `hermes-<pid>-<n>`; a leftover of a hermes that died
 //! (SIGKILL) is found by its dead pid and its processes killed at the next start.
@@ -42,6 +45,13 @@ impl Facilities {
     pub fn probe() -> Facilities {
         // SAFETY: geteuid has no preconditions.
         let root = unsafe { libc::geteuid() } == 0;
+        if std::env::var_os("HERMES_TERMINAL_CGROUPS").is_some_and(|v| v == "off") {
+            return Facilities {
+                pids: None,
+                memory: None,
+                root,
+            };
+        }
         let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
         let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
         Facilities {

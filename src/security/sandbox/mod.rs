@@ -20,6 +20,7 @@ pub mod docker;
 pub mod env;
 pub mod limits;
 pub mod ssh;
+pub mod supervise;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -125,6 +126,11 @@ pub async fn launch(
             cmd.arg("-c").arg(req.command);
             env::apply(config, &mut cmd);
             limits.install(&mut cmd);
+            // The sandbox dies with hermes by itself (--die-with-parent, pid namespace); a local
+            // command's tree needs the supervisor for that. Last: it forks.
+            if backend == Backend::Local {
+                supervise::install(&mut cmd);
+            }
             Ok(Launch {
                 command: cmd,
                 backend,
@@ -243,7 +249,7 @@ pub fn report(config: &Config) -> Vec<(String, String)> {
         }
         Some(Backend::Docker) => rows.push((
             "limit".into(),
-            "the container's --pids-limit, --memory and --ulimit (see terminal.docker_image)"
+            "the container's --pids-limit, --memory, --ulimit fsize/cpu, and CPU time ≤ the command's timeout (ulimit -t per exec)"
                 .into(),
         )),
         Some(Backend::Ssh) => rows.push((

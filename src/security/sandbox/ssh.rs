@@ -2,8 +2,8 @@
 //! `ssh_key`) through the system `ssh` client, non-interactively (BatchMode: a missing key is an
 //! error, never a password prompt). Output and exit code come back as for a local command.
 //!
-//! The remote side gets the same shape of limits through `ulimit` (processes, file size, CPU
-//! time), only the `terminal.env_passthrough` variables, and runs the command as a separate job
+//! The remote side gets the same shape of limits through `ulimit` in a POSIX `sh` (processes,
+//! file size, CPU time = the command's timeout), only the `terminal.env_passthrough` variables, and runs the command as a separate job
 //! watched through ssh's stdin: when hermes stops the command (or dies), the connection closes,
 //! the watcher reads EOF and kills the remote job's process group.
 
@@ -50,7 +50,10 @@ pub fn args(config: &Config, req: &Request<'_>) -> Result<Vec<String>, String> {
     Ok(a)
 }
 
-/// The script the remote login shell runs.
+/// The script the remote login shell runs: `exec sh -c '…'`, so the limits are set with POSIX
+/// `sh` semantics whatever the login shell is. (Found by the test against a real sshd: with the
+/// limits in the login shell, `ulimit -u` is an error in dash, which calls it `-p`, and `ulimit
+/// -f` counts 1024-byte blocks in bash but 512-byte blocks in dash and in bash as `sh`.)
 fn remote_script(config: &Config, req: &Request<'_>) -> String {
     let s = &config.terminal.exec;
     let mut script = String::new();
@@ -58,12 +61,17 @@ fn remote_script(config: &Config, req: &Request<'_>) -> String {
         "cd {} 2>/dev/null || true; ",
         quote(&req.workdir.display().to_string())
     ));
-    script.push_str(&format!("ulimit -u {} 2>/dev/null; ", s.max_processes));
+    // bash and busybox call the process limit -u, dash -p (in bash, -p is the pipe size and
+    // cannot be set, so the order matters).
+    script.push_str(&format!(
+        "ulimit -u {n} 2>/dev/null || ulimit -p {n} 2>/dev/null; ",
+        n = s.max_processes
+    ));
     if s.max_file_size_mb > 0 {
-        // ulimit -f counts 1024-byte blocks.
+        // POSIX sh counts ulimit -f in 512-byte blocks.
         script.push_str(&format!(
             "ulimit -f {} 2>/dev/null; ",
-            s.max_file_size_mb.saturating_mul(1024)
+            s.max_file_size_mb.saturating_mul(2048)
         ));
     }
     script.push_str(&format!(
@@ -85,7 +93,7 @@ fn remote_script(config: &Config, req: &Request<'_>) -> String {
          wait $p; rc=$?; kill $w 2>/dev/null; exit $rc",
         quote(req.command)
     ));
-    script
+    format!("exec sh -c {}", quote(&script))
 }
 
 /// Single-quotes `s` for a POSIX shell.
@@ -135,8 +143,23 @@ mod tests {
             "{joined}"
         );
         let script = a.last().unwrap();
-        assert!(script.contains(r"c='echo '\''hi'\'''; "), "{script}");
-        assert!(script.starts_with("cd '/p'"), "{script}");
+        assert!(script.starts_with(r"exec sh -c 'cd '\''/p'\''"), "{script}");
+        assert!(
+            script.contains("ulimit -u 512 2>/dev/null || ulimit -p 512"),
+            "{script}"
+        );
+        assert!(script.contains("ulimit -f 2097152 "), "{script}");
+        // The command survives two levels of quoting: run the script's inner part for real.
+        let inner = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "printf %s {}",
+                script.trim_start_matches("exec sh -c ")
+            ))
+            .output()
+            .unwrap();
+        let inner = String::from_utf8(inner.stdout).unwrap();
+        assert!(inner.contains(r"c='echo '\''hi'\'''; "), "{inner}");
         c.terminal.exec.ssh.host = None;
         assert!(args(&c, &req).is_err());
     }

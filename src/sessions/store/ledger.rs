@@ -16,7 +16,13 @@ pub struct ModelUsage {
     pub output_tokens: i64,
     pub cache_read_tokens: i64,
     pub estimated_cost_usd: f64,
+    /// Of these tokens, how many hermes counted itself (the provider reported no usage).
+    pub estimated_tokens: i64,
 }
+
+/// `session_model_usage.billing_mode` of calls whose tokens hermes estimated because the
+/// provider reported none (a value Python Hermes stores and groups by without interpreting).
+pub const ESTIMATED_BILLING_MODE: &str = "estimated_tokens";
 
 /// What `hermes insights` reports for a period.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -31,6 +37,8 @@ pub struct Insights {
     pub cache_read_tokens: i64,
     pub cache_write_tokens: i64,
     pub estimated_cost_usd: f64,
+    /// Of the tokens above, how many hermes estimated (providers that report no usage).
+    pub estimated_tokens: i64,
     pub by_model: Vec<ModelUsage>,
     /// `(source, sessions)`, most sessions first.
     pub by_source: Vec<(String, i64)>,
@@ -53,6 +61,20 @@ pub struct ChildUsage {
 }
 
 impl SessionStore {
+    /// Tokens of the session that hermes estimated because the provider reported none.
+    pub fn estimated_tokens(&self, session_id: &str) -> Result<i64, StoreError> {
+        self.read("read estimated usage", |conn| {
+            conn.query_row(
+                &format!(
+                    "SELECT COALESCE(SUM(input_tokens + output_tokens), 0) FROM session_model_usage
+                     WHERE session_id = ?1 AND billing_mode = '{ESTIMATED_BILLING_MODE}'"
+                ),
+                params![session_id],
+                |r| r.get(0),
+            )
+        })
+    }
+
     /// The sessions whose `parent_session_id` is `parent` (delegated children), oldest first.
     pub fn child_sessions(&self, parent: &str) -> Result<Vec<super::SessionRow>, StoreError> {
         self.read("read child sessions", |conn| {
@@ -108,7 +130,9 @@ impl SessionStore {
             )?;
             let mut stmt = conn.prepare(&format!(
                 "SELECT u.model, u.billing_provider, SUM(u.api_call_count), SUM(u.input_tokens),
-                    SUM(u.output_tokens), SUM(u.cache_read_tokens), COALESCE(SUM(u.estimated_cost_usd), 0.0)
+                    SUM(u.output_tokens), SUM(u.cache_read_tokens), COALESCE(SUM(u.estimated_cost_usd), 0.0),
+                    SUM(CASE WHEN u.billing_mode = '{ESTIMATED_BILLING_MODE}'
+                             THEN u.input_tokens + u.output_tokens ELSE 0 END)
                  FROM session_model_usage u JOIN sessions s ON s.id = u.session_id
                  WHERE s.started_at >= ?1 AND s.source NOT IN {hidden}
                  GROUP BY u.model, u.billing_provider ORDER BY SUM(u.api_call_count) DESC"
@@ -123,9 +147,21 @@ impl SessionStore {
                         output_tokens: r.get(4)?,
                         cache_read_tokens: r.get(5)?,
                         estimated_cost_usd: r.get(6)?,
+                        estimated_tokens: r.get(7)?,
                     })
                 })?
                 .collect::<Result<_, _>>()?;
+            out.estimated_tokens = conn.query_row(
+                &format!(
+                    "SELECT COALESCE(SUM(u.input_tokens + u.output_tokens), 0)
+                     FROM session_model_usage u JOIN sessions s ON s.id = u.session_id
+                     WHERE s.started_at >= ?1 AND u.billing_mode = '{ESTIMATED_BILLING_MODE}'
+                       AND (s.source NOT IN {hidden} OR (s.source = 'subagent'
+                            AND s.parent_session_id IS NOT NULL AND s.parent_session_id != ''))"
+                ),
+                params![since],
+                |r| r.get(0),
+            )?;
             let mut stmt = conn.prepare(&format!(
                 "SELECT source, COUNT(*) FROM sessions WHERE started_at >= ?1 AND source NOT IN {hidden}
                  GROUP BY source ORDER BY COUNT(*) DESC, source"

@@ -26,38 +26,22 @@ pub struct SummaryConfig {
     pub timeout: Duration,
 }
 
-fn text(v: Option<&Value>) -> Option<String> {
-    v.and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|s| !s.is_empty() && *s != "auto")
-        .map(str::to_string)
-}
-
 pub fn config(cfg: &Config) -> Option<SummaryConfig> {
     aux_config(cfg, "session_search")
 }
 
 /// `auxiliary.<task>` when a model is configured for it.
 pub fn aux_config(cfg: &Config, task: &str) -> Option<SummaryConfig> {
-    let aux = cfg.raw.get("auxiliary")?.get(task)?;
-    let model = text(aux.get("model"))?;
-    let timeout = aux
-        .get("timeout")
-        .and_then(|t| {
-            t.as_f64()
-                .or_else(|| t.as_str().and_then(|s| s.trim().parse().ok()))
-        })
-        .filter(|t| t.is_finite() && *t > 0.0 && *t <= 600.0)
-        .map(Duration::from_secs_f64)
-        .unwrap_or(DEFAULT_TIMEOUT);
+    let aux = cfg.file.auxiliary.task(task)?;
+    let auto = |v: &Option<String>| v.clone().filter(|s| s != "auto");
     Some(SummaryConfig {
         flags: ProviderFlags {
-            provider: text(aux.get("provider")),
-            model: Some(model),
-            base_url: text(aux.get("base_url")),
-            api_key: text(aux.get("api_key")),
+            provider: auto(&aux.provider),
+            model: Some(auto(&aux.model)?),
+            base_url: aux.base_url.clone(),
+            api_key: aux.api_key.clone(),
         },
-        timeout,
+        timeout: aux.timeout().unwrap_or(DEFAULT_TIMEOUT),
     })
 }
 
@@ -143,13 +127,19 @@ mod tests {
     #[test]
     fn off_unless_a_model_is_set() {
         let home = tempfile::tempdir().unwrap();
-        let mut cfg = Config::defaults(HermesHome::new(home.path()), EnvVars::default());
+        let load = |yaml: &str| {
+            Config::from_yaml(
+                HermesHome::new(home.path()),
+                EnvVars::default(),
+                yaml,
+                &home.path().join("config.yaml"),
+            )
+            .unwrap()
+        };
+        assert!(config(&load("")).is_none());
+        let cfg = load("auxiliary:\n  session_search:\n    model: ''\n    provider: auto\n");
         assert!(config(&cfg).is_none());
-        cfg.raw =
-            serde_json::json!({"auxiliary": {"session_search": {"model": "", "provider": "auto"}}});
-        assert!(config(&cfg).is_none());
-        cfg.raw =
-            serde_json::json!({"auxiliary": {"session_search": {"model": "small", "timeout": 5}}});
+        let cfg = load("auxiliary:\n  session_search:\n    model: small\n    timeout: 5\n");
         let sc = config(&cfg).unwrap();
         assert_eq!(sc.flags.model.as_deref(), Some("small"));
         assert_eq!(sc.flags.provider, None);

@@ -1,0 +1,144 @@
+//! Finding skills: the listings of every tap (cached, `taps::listing`), a query matched against
+//! names, tags and descriptions, and a bare name resolved to one identifier for `install NAME`.
+//! A tap that cannot be reached is reported and skipped; the others still answer.
+
+use super::index;
+use super::source::{SkillMeta, Trust};
+use super::{Hub, HubError, taps};
+
+/// Every skill the taps offer (`source`: `all`, a source id such as `github`/`git`/`well-known`,
+/// or a tap's repo), and a note per tap that could not be read.
+pub fn listings(
+    hub: &Hub,
+    source: Option<&str>,
+    refresh: bool,
+) -> Result<(Vec<SkillMeta>, Vec<String>), HubError> {
+    let mut out = Vec::new();
+    let mut notes = Vec::new();
+    let wanted = source
+        .map(str::trim)
+        .filter(|s| !s.is_empty() && *s != "all");
+    for tap in taps::all(hub)? {
+        let produces = match tap.kind() {
+            taps::TapKind::Index { .. } => "well-known",
+            taps::TapKind::Git {
+                github: Some(_), ..
+            } => "github",
+            taps::TapKind::Git { .. } => "git",
+        };
+        if let Some(w) = wanted
+            && w != tap.repo
+            && w != produces
+        {
+            continue;
+        }
+        match taps::listing(hub, &tap, refresh) {
+            Ok(skills) => out.extend(skills),
+            Err(e) => notes.push(format!("tap {}: {e}", tap.repo)),
+        }
+    }
+    Ok((out, notes))
+}
+
+/// Score of one entry for lower-cased query tokens; `None` when a token matches nothing.
+fn score(meta: &SkillMeta, tokens: &[String]) -> Option<u32> {
+    let name = meta.name.to_lowercase();
+    let description = meta.description.to_lowercase();
+    let mut total = 0;
+    for token in tokens {
+        let mut s = 0;
+        if name == *token {
+            s += 100;
+        } else if name.contains(token.as_str()) {
+            s += 30;
+        }
+        if meta.tags.iter().any(|t| t.eq_ignore_ascii_case(token)) {
+            s += 20;
+        }
+        if description.contains(token.as_str()) {
+            s += 10;
+        }
+        if s == 0 {
+            return None;
+        }
+        total += s;
+    }
+    Some(total)
+}
+
+/// The entries matching every word of `query`, best first (ties by name), at most `limit`.
+pub fn rank(entries: &[SkillMeta], query: &str, limit: usize) -> Vec<SkillMeta> {
+    let tokens: Vec<String> = query.split_whitespace().map(str::to_lowercase).collect();
+    let mut hits: Vec<(u32, &SkillMeta)> = entries
+        .iter()
+        .filter_map(|m| score(m, &tokens).map(|s| (s, m)))
+        .collect();
+    hits.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.name.cmp(&b.1.name)));
+    let mut seen = std::collections::HashSet::new();
+    hits.into_iter()
+        .filter(|(_, m)| seen.insert(m.identifier.as_str()))
+        .take(limit)
+        .map(|(_, m)| m.clone())
+        .collect()
+}
+
+/// `hermes skills search`: a URL query reads that site's skill index (as Python Hermes does);
+/// anything else is matched against the taps' listings.
+pub fn search(
+    hub: &Hub,
+    query: &str,
+    source: Option<&str>,
+    limit: usize,
+) -> Result<(Vec<SkillMeta>, Vec<String>), HubError> {
+    let q = query.trim();
+    if q.starts_with("http://") || q.starts_with("https://") {
+        let index = index::load(hub, &index::index_url_for(q), false)?;
+        let trust = taps::trust_for(
+            hub,
+            &super::SourceRef::WellKnown {
+                base_url: index.base_url.clone(),
+                name: String::new(),
+            },
+        );
+        let all = index.listing(trust);
+        return Ok((all.into_iter().take(limit).collect(), Vec::new()));
+    }
+    let (entries, notes) = listings(hub, source, false)?;
+    Ok((rank(&entries, q, limit), notes))
+}
+
+/// The one listed skill named `name` (for `install NAME`).
+pub fn resolve_name(hub: &Hub, name: &str) -> Result<SkillMeta, HubError> {
+    let (entries, notes) = listings(hub, None, false)?;
+    let mut found: Vec<SkillMeta> = entries.into_iter().filter(|m| m.name == name).collect();
+    found.dedup_by(|a, b| a.identifier == b.identifier);
+    match found.len() {
+        0 => Err(HubError::NotFound(format!(
+            "no tap offers a skill named `{name}`{}; `hermes skills search {name}` looks wider, or give an identifier (owner/repo/path, a git URL or path)",
+            if notes.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", notes.join("; "))
+            }
+        ))),
+        1 => Ok(found.remove(0)),
+        _ => {
+            // Prefer the one trusted source when exactly one of them is.
+            let trusted: Vec<&SkillMeta> = found
+                .iter()
+                .filter(|m| m.trust_level == super::source::trust_name(Trust::Trusted))
+                .collect();
+            if let [one] = trusted.as_slice() {
+                return Ok((*one).clone());
+            }
+            Err(HubError::NotFound(format!(
+                "several taps offer `{name}`: {}; install one by its identifier",
+                found
+                    .iter()
+                    .map(|m| m.identifier.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )))
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! A config.yaml written by Python Hermes 0.19 loads as it is (one "not supported yet" line on
+//! stderr, nothing on stdout), and a key neither program knows is an error with "did you mean".
+
+use crate::support::harness::{TestEnv, stderr, stdout};
+use crate::support::mock_llm::{MockLlm, Reply};
+
+const PYTHON_CONFIG: &str = include_str!("../fixtures/python-hermes-0.19-config.yaml");
+
+#[test]
+fn python_default_config_loads_with_one_warning_line() {
+    let env = TestEnv::new();
+    env.config(PYTHON_CONFIG);
+    let out = env.bare_cmd().args(["sessions", "list"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("not supported yet"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    let line = lines[0];
+    let keys: Vec<&str> = line
+        .strip_prefix("config.yaml: not supported yet: ")
+        .unwrap_or_else(|| panic!("{line}"))
+        .split(", ")
+        .collect();
+    // Python-only sections and keys inside sections we read are both named, each once.
+    for key in [
+        "browser",
+        "tts",
+        "agent.gateway_timeout",
+        "terminal.modal_mode",
+        "mcp",
+    ] {
+        assert!(keys.contains(&key), "{key} missing from {line}");
+    }
+    let mut unique = keys.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), keys.len(), "{line}");
+    // Keys we implement are not listed.
+    for key in [
+        "agent",
+        "agent.max_turns",
+        "terminal.timeout",
+        "approvals.mode",
+        "memory",
+        "memory.memory_char_limit",
+        "delegation.max_iterations",
+        "skills.external_dirs",
+        "tool_loop_guardrails",
+    ] {
+        assert!(!keys.contains(&key), "{key} in {line}");
+    }
+    assert!(!stdout(&out).contains("not supported"));
+}
+
+#[test]
+fn typos_in_typed_sections_are_errors_with_did_you_mean() {
+    for (yaml, key, hint) in [
+        (
+            "gateway:\n  streamin: true\n",
+            "gateway.streamin",
+            "streaming",
+        ),
+        (
+            "memory:\n  memory_char_limt: 100\n",
+            "memory.memory_char_limt",
+            "memory_char_limit",
+        ),
+        (
+            "skills:\n  external_dir: []\n",
+            "skills.external_dir",
+            "external_dirs",
+        ),
+        (
+            "delegation:\n  max_iteration: 5\n",
+            "delegation.max_iteration",
+            "max_iterations",
+        ),
+        ("browsr:\n  headed: true\n", "browsr", "browser"),
+        ("browser:\n  headded: true\n", "browser.headded", "headed"),
+    ] {
+        let env = TestEnv::new();
+        env.config(yaml);
+        let out = env.bare_cmd().args(["sessions", "list"]).output().unwrap();
+        assert!(!out.status.success(), "{yaml} was accepted");
+        let err = stderr(&out);
+        assert!(err.contains("config.yaml"), "{err}");
+        assert!(err.contains(&format!("`{key}`")), "{err}");
+        assert!(err.contains(&format!("did you mean `{hint}`")), "{err}");
+    }
+}
+
+#[test]
+fn a_clean_config_prints_no_warning() {
+    let env = TestEnv::new();
+    env.config("agent:\n  max_turns: 7\nmemory:\n  memory_char_limit: 500\n");
+    let out = env.bare_cmd().args(["sessions", "list"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("not supported"), "{}", stderr(&out));
+}
+
+#[test]
+fn one_shot_with_the_python_config_keeps_stdout_for_the_answer() {
+    let env = TestEnv::new();
+    env.config(PYTHON_CONFIG);
+    let mock = MockLlm::with_script([Reply::text("Hello from the mock.")]);
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "hi"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "Hello from the mock.");
+    assert_eq!(stderr(&out).matches("not supported yet").count(), 1);
+}
