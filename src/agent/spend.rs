@@ -179,7 +179,6 @@ fn start_of_today() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     fn budget(yaml: &str) -> BudgetFile {
         serde_saphyr::from_str(yaml).unwrap()
