@@ -80,6 +80,16 @@ fn typos_in_typed_sections_are_errors_with_did_you_mean() {
         ),
         ("browsr:\n  headed: true\n", "browsr", "browser"),
         ("browser:\n  headded: true\n", "browser.headded", "headed"),
+        (
+            "budget:\n  sesion_usd: 1\n",
+            "budget.sesion_usd",
+            "session_usd",
+        ),
+        (
+            "budget:\n  prices:\n    gpt-4o: {inptu: 1}\n",
+            "budget.prices.gpt-4o.inptu",
+            "input",
+        ),
     ] {
         let env = TestEnv::new();
         env.config(yaml);
