@@ -5,7 +5,10 @@
 //! `HERMES_BENCH_MESSAGES` changes it) is generated once through our own schema and triggers and
 //! cached under `target/bench-data/`. Figures are printed, not asserted: targets live in the issue
 //! (discover ≤ 50 ms median / ≤ 150 ms p95 for English and CJK; a memory write ≤ 2 ms; prefetch
-//! without a provider: nothing).
+//! without a provider: nothing). Then the whole `hermes sessions search` process over the same
+//! database (issue 14: a two-word query, a quoted phrase, an `OR` query and a CJK query, each
+//! ≤ 50 ms per process): median and p95 of `CLI_RUNS` runs of the real binary.
+//! `HERMES_BENCH_ONLY=cli` runs only that part.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
@@ -30,6 +33,10 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(1_000_000);
     let path = database(n);
+    if std::env::var("HERMES_BENCH_ONLY").as_deref() == Ok("cli") {
+        cli_search(&path, n);
+        return;
+    }
     let conn = search::open_read(&path).unwrap();
     // Warm the page cache the way a long-running process would have it.
     let _ = search::discover(&conn, "warm", &DiscoverOptions::default());
@@ -79,6 +86,61 @@ fn main() {
 
     memory_write();
     prefetch_without_provider();
+    cli_search(&path, n);
+}
+
+/// Runs of the binary per query kind.
+const CLI_RUNS: usize = 15;
+
+/// `hermes sessions search QUERY` as a user runs it: a fresh process each time (start, config,
+/// opening state.db, the query, printing), on a home whose state.db is the generated one.
+fn cli_search(db: &Path, n: usize) {
+    let home = db.with_file_name(format!("cli-home-{n}"));
+    std::fs::create_dir_all(&home).unwrap();
+    let state = home.join("state.db");
+    if !state.exists() {
+        std::fs::hard_link(db, &state).unwrap();
+    }
+    let hanzi: Vec<char> = HANZI.chars().collect();
+    let cases = [
+        ("two words", format!("{} {}", word(300), word(1_200))),
+        ("quoted phrase", format!("\"{} {}\"", word(3), word(5))),
+        ("OR", format!("{} OR {}", word(420), word(900))),
+        (
+            "CJK (3 characters)",
+            hanzi[10..13].iter().collect::<String>(),
+        ),
+    ];
+    let run = |query: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_hermes"))
+            .env_clear()
+            .env("HOME", &home)
+            .env("HERMES_HOME", &home)
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .args(["sessions", "search", query])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    println!("hermes sessions search, whole process over {n} messages ({CLI_RUNS} runs each):");
+    for (label, query) in &cases {
+        let first = run(query); // warm the page cache
+        let mut times = Vec::new();
+        for _ in 0..CLI_RUNS {
+            let t = Instant::now();
+            std::hint::black_box(run(query));
+            times.push(t.elapsed());
+        }
+        let found = String::from_utf8_lossy(&first)
+            .matches("→ hermes sessions show")
+            .count();
+        report(&format!("{label} ({found} shown)"), times);
+    }
 }
 
 /// Word `rank` of the generated vocabulary (low ranks are frequent).

@@ -341,8 +341,8 @@ impl Agent {
         ));
         let retry = RetryPolicy::from_config(config);
         let checkpoints = Arc::new(crate::checkpoints::Checkpointer::for_config(config));
-        let prices = spend::PriceTable::from_raw(&config.raw);
-        let caps = spend::SpendCaps::from_raw(&config.raw);
+        let prices = spend::PriceTable::from_config(&config.file.budget);
+        let caps = spend::SpendCaps::from_config(&config.file.budget);
         // A child pays into its parent's row or its own; `child.rs` sets that.
         let ledger_session = session_id.clone();
         let tool_schemas = tools.schemas();

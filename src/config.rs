@@ -7,9 +7,11 @@
 //! warning line, `hermes doctor`), so a config.yaml written by Python Hermes 0.19 loads as it is.
 
 pub mod auxiliary;
+pub mod budget;
 pub mod checkpoints;
 pub mod custom_providers;
 pub mod delegation;
+pub mod env_file;
 pub mod file;
 pub mod gateway;
 pub mod home;

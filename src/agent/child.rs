@@ -364,8 +364,8 @@ async fn run_child(
         }
     };
     result.usage = agent.session_usage();
-    result.cost_usd =
-        spend::PriceTable::from_raw(&services.config.raw).cost(agent.model(), &result.usage);
+    result.cost_usd = spend::PriceTable::from_config(&services.config.file.budget)
+        .cost(agent.model(), &result.usage);
     result.files_written = files_written(&agent.history()[first_new..], &parent.cwd);
     result.duration = started.elapsed();
     match outcome {

@@ -4,8 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
-
+use crate::config::budget::BudgetFile;
 use crate::llm::Usage;
 use crate::sessions::{SessionRow, SessionStore, StoreError};
 
@@ -25,24 +24,23 @@ pub struct PriceTable {
 }
 
 impl PriceTable {
-    pub fn from_raw(raw: &Value) -> Self {
-        let mut prices = BTreeMap::new();
-        if let Some(map) = raw["budget"]["prices"].as_object() {
-            for (model, p) in map {
-                let f = |k: &str| p[k].as_f64().unwrap_or(0.0).max(0.0);
-                let input = f("input");
-                prices.insert(
-                    model.clone(),
-                    Price {
-                        input,
-                        output: f("output"),
-                        // Unpriced cache traffic is charged like ordinary input.
-                        cache_read: p["cache_read"].as_f64().unwrap_or(input).max(0.0),
-                        cache_write: p["cache_write"].as_f64().unwrap_or(input).max(0.0),
-                    },
-                );
-            }
-        }
+    /// From `budget.prices` (negative prices count as 0).
+    pub fn from_config(budget: &BudgetFile) -> Self {
+        let prices = budget
+            .prices
+            .iter()
+            .map(|(model, p)| {
+                let input = p.input.unwrap_or(0.0).max(0.0);
+                let price = Price {
+                    input,
+                    output: p.output.unwrap_or(0.0).max(0.0),
+                    // Unpriced cache traffic is charged like ordinary input.
+                    cache_read: p.cache_read.unwrap_or(input).max(0.0),
+                    cache_write: p.cache_write.unwrap_or(input).max(0.0),
+                };
+                (model.clone(), price)
+            })
+            .collect();
         PriceTable { prices }
     }
 
@@ -83,12 +81,12 @@ pub struct SpendCaps {
 }
 
 impl SpendCaps {
-    pub fn from_raw(raw: &Value) -> Self {
-        let b = &raw["budget"];
+    /// From `budget.{session_usd,daily_usd,session_tokens}` (0 or less means no cap).
+    pub fn from_config(budget: &BudgetFile) -> Self {
         SpendCaps {
-            session_usd: b["session_usd"].as_f64().filter(|v| *v > 0.0),
-            daily_usd: b["daily_usd"].as_f64().filter(|v| *v > 0.0),
-            session_tokens: b["session_tokens"].as_u64().filter(|v| *v > 0),
+            session_usd: budget.session_usd.filter(|v| *v > 0.0),
+            daily_usd: budget.daily_usd.filter(|v| *v > 0.0),
+            session_tokens: budget.session_tokens.filter(|v| *v > 0),
         }
     }
 
@@ -181,14 +179,15 @@ fn start_of_today() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+
+    fn budget(yaml: &str) -> BudgetFile {
+        serde_saphyr::from_str(yaml).unwrap()
+    }
 
     fn table() -> PriceTable {
-        PriceTable::from_raw(&json!({"budget": {"prices": {
-            "gpt-4o": {"input": 2.5, "output": 10.0, "cache_read": 1.25},
-            "claude-*": {"input": 3.0, "output": 15.0},
-            "claude-opus-*": {"input": 15.0, "output": 75.0},
-        }}}))
+        PriceTable::from_config(&budget(
+            "prices:\n  gpt-4o: {input: 2.5, output: 10.0, cache_read: 1.25}\n  claude-*: {input: 3.0, output: 15.0}\n  claude-opus-*: {input: 15.0, output: 75.0}\n",
+        ))
     }
 
     #[test]
@@ -210,11 +209,10 @@ mod tests {
 
     #[test]
     fn caps_parse() {
-        let caps =
-            SpendCaps::from_raw(&json!({"budget": {"session_usd": 0.01, "session_tokens": 500}}));
+        let caps = SpendCaps::from_config(&budget("session_usd: 0.01\nsession_tokens: 500\n"));
         assert_eq!(caps.session_usd, Some(0.01));
         assert_eq!(caps.session_tokens, Some(500));
         assert!(caps.daily_usd.is_none());
-        assert!(SpendCaps::from_raw(&Value::Null).is_empty());
+        assert!(SpendCaps::from_config(&BudgetFile::default()).is_empty());
     }
 }

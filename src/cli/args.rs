@@ -137,6 +137,8 @@ pub enum Command {
         #[arg(long)]
         fix: bool,
     },
+    /// Choose a provider and model, save the key to .env, write config.yaml, make a test call.
+    Setup(crate::cli::setup::wizard::SetupArgs),
     /// Show the last lines of $HERMES_HOME/logs, or follow them.
     Logs(crate::cli::logs_cmd::LogsArgs),
     /// Print a shell completion script: `hermes completion bash > ~/.local/share/bash-completion/completions/hermes`.

@@ -8,6 +8,7 @@ use clap::Subcommand;
 use serde_json::Value;
 
 use crate::cli::{CliError, exit};
+use crate::config::env_file;
 use crate::config::yaml_edit::{self, inline_yaml};
 use crate::config::{Config, EnvVars, HermesHome};
 use crate::security::{redact, secrets};
@@ -19,6 +20,7 @@ pub enum ConfigCommand {
     /// Print one value by dotted key (e.g. `agent.max_turns`).
     Get { key: String },
     /// Set a value (YAML: `7`, `true`, `[a, b]`, text); the file is checked before it is written.
+    /// API keys and tokens (`OPENAI_API_KEY`, `*_TOKEN`, ...) go to `.env` instead.
     Set { key: String, value: String },
     /// Remove a key (and everything under it).
     Unset { key: String },
@@ -64,6 +66,18 @@ pub fn run(home: &HermesHome, action: ConfigCommand) -> Result<u8, CliError> {
             } else {
                 println!("{}", redact_text(home, &shown).trim_end_matches('\n'));
             }
+            Ok(exit::OK)
+        }
+        ConfigCommand::Set { key, value } if env_file::is_env_key(&key) => {
+            // API keys and tokens belong in .env (as Python Hermes routes them), never in
+            // config.yaml.
+            let name = key.to_ascii_uppercase();
+            let env = home.env_path();
+            home.ensure_layout()?;
+            env_file::set_var(&env, &name, &value).map_err(|e| {
+                CliError::Setup(format!("cannot write {name} to {}: {e}", env.display()))
+            })?;
+            eprintln!("set {name} in {}", env.display());
             Ok(exit::OK)
         }
         ConfigCommand::Set { key, value } => {

@@ -153,8 +153,13 @@ pub fn send(
     let platforms = crate::gateway::configured(config, Some(platform))
         .map_err(|e| CliError::Setup(e.to_string()))?;
     let Some(adapter) = platforms.adapters.into_iter().next() else {
+        let hint = crate::gateway::platform::registered()
+            .into_iter()
+            .find(|r| r.name == platform)
+            .map(|r| format!(" (configure {})", r.setup_hint))
+            .unwrap_or_default();
         return Err(CliError::Setup(format!(
-            "platform `{platform}` has no chats to send to (configure TELEGRAM_BOT_TOKEN for telegram)"
+            "platform `{platform}` has no chats to send to{hint}"
         )));
     };
 

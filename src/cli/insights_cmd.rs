@@ -7,9 +7,7 @@ use crate::sessions::{Insights, SessionStore};
 /// Whether `budget.prices` names any model: without it every spend figure would be a
 /// meaningless $0.
 pub fn prices_configured(config: &crate::config::Config) -> bool {
-    config.raw["budget"]["prices"]
-        .as_object()
-        .is_some_and(|m| !m.is_empty())
+    !config.file.budget.prices.is_empty()
 }
 
 pub fn run(store: &SessionStore, priced: bool, days: u32, json: bool) -> Result<u8, CliError> {

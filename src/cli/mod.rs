@@ -158,6 +158,7 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
             "config and profile commands run before this point".into(),
         )),
         Some(args::Command::Claw { action }) => claw::run(&config, action),
+        Some(args::Command::Setup(setup_args)) => setup::wizard::run(&runtime, &config, setup_args),
         Some(args::Command::Logs(logs)) => logs_cmd::run(&config, logs),
         Some(args::Command::Completion { shell }) => completion_cmd::run(shell),
         Some(args::Command::Insights { days, json }) => {

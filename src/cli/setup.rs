@@ -1,6 +1,9 @@
 //! Process bootstrap shared by every front end: home layout, config, logging, state.db,
 //! provider resolution, and the `Agent` for a new or resumed session.
 
+pub mod model_yaml;
+pub mod wizard;
+
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

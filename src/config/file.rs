@@ -14,7 +14,9 @@ use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use super::{ToolsetDef, auxiliary, checkpoints, delegation, gateway, mcp, memory, security};
+use super::{
+    ToolsetDef, auxiliary, budget, checkpoints, delegation, gateway, mcp, memory, security,
+};
 use super::{skills, terminal};
 
 /// The whole document. Opaque (`Value`) fields are sections read elsewhere that are not typed
@@ -74,9 +76,10 @@ pub struct ConfigFile {
     #[serde(deserialize_with = "flag")]
     pub require_mention: Option<bool>,
     pub unauthorized_dm_behavior: Option<String>,
-    // Read through `Config::raw` by their owners (spend caps, failover, approval policy):
     /// `budget:` (ours): prices and spend caps (`agent/spend.rs`).
-    pub budget: Option<Value>,
+    #[serde(deserialize_with = "or_default")]
+    pub budget: budget::BudgetFile,
+    // Read through `Config::raw` by their owners (failover, approval policy):
     pub providers: Option<Value>,
     pub fallback_providers: Option<Value>,
     pub fallback_model: Option<Value>,
@@ -210,6 +213,8 @@ pub(super) fn our_fields(parent: &str) -> &'static [&'static str] {
             f::<LoopThresholdsFile>()
         }
         "prompt_caching" => f::<PromptCachingFile>(),
+        "budget" => f::<budget::BudgetFile>(),
+        p if p.starts_with("budget.prices.") => f::<budget::PriceFile>(),
         p if p.starts_with("auxiliary.") => f::<auxiliary::AuxTask>(),
         _ => &[],
     }

@@ -36,12 +36,13 @@ use platform::{AdapterError, PlatformAdapter};
 /// Why the gateway could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
+    /// The hint names what enables each registered platform.
     #[error(
-        "no platform is configured: set TELEGRAM_BOT_TOKEN (and TELEGRAM_ALLOWED_USERS), or API_SERVER_KEY, in the environment or $HERMES_HOME/.env"
+        "no platform is configured: set {0}, or API_SERVER_KEY, in the environment or $HERMES_HOME/.env"
     )]
-    NoPlatform,
-    #[error("unknown platform `{0}` (available: telegram, api_server)")]
-    UnknownPlatform(String),
+    NoPlatform(String),
+    #[error("unknown platform `{0}` (available: {1})")]
+    UnknownPlatform(String, String),
     #[error("{0}")]
     Adapter(#[from] AdapterError),
     #[error("state.db: {0}")]
@@ -75,17 +76,24 @@ pub fn configured(
     config: &crate::config::Config,
     only: Option<&str>,
 ) -> Result<Platforms, GatewayError> {
+    let platforms = platform::registered();
     if let Some(p) = only
-        && !matches!(p, "telegram" | "api_server")
+        && p != "api_server"
+        && !platforms.iter().any(|r| r.name == p)
     {
-        return Err(GatewayError::UnknownPlatform(p.to_string()));
+        let mut names: Vec<&str> = platforms.iter().map(|r| r.name).collect();
+        names.push("api_server");
+        return Err(GatewayError::UnknownPlatform(
+            p.to_string(),
+            names.join(", "),
+        ));
     }
     let wants = |p: &str| only.is_none_or(|o| o == p);
     let mut adapters: Vec<Arc<dyn PlatformAdapter>> = Vec::new();
-    if wants("telegram")
-        && let Some(tg) = telegram::TelegramAdapter::from_config(config)
-    {
-        adapters.push(Arc::new(tg?));
+    for registration in platforms.iter().filter(|r| wants(r.name)) {
+        if let Some(adapter) = (registration.from_config)(config) {
+            adapters.push(adapter?);
+        }
     }
     let api_server =
         match api_server::ApiServerConfig::from_config(config).filter(|_| wants("api_server")) {
@@ -93,7 +101,8 @@ pub fn configured(
             None => None,
         };
     if adapters.is_empty() && api_server.is_none() {
-        return Err(GatewayError::NoPlatform);
+        let hints: Vec<&str> = platforms.iter().map(|r| r.setup_hint).collect();
+        return Err(GatewayError::NoPlatform(hints.join(", or ")));
     }
     Ok(Platforms {
         adapters,

@@ -1,9 +1,10 @@
 //! The platform boundary: the `PlatformAdapter` trait every chat platform implements, the inbound
 //! `MessageEvent` / `SessionSource` model (reference §12.2) and session keys (§12.3).
 //!
-//! A platform is a file implementing [`PlatformAdapter`] plus, for now, its name in
-//! `gateway/mod.rs` (configuration and constructor); routing, ordering, chunking, the delivery
-//! ledger and hooks live in the runner, not in adapters.
+//! Adding a platform is one file implementing [`PlatformAdapter`] and registering it with
+//! `register_platform!` (its name, how to configure it, its constructor); the gateway's
+//! configuration, errors and hints come from those registrations. Routing, ordering, chunking,
+//! the delivery ledger and hooks live in the runner, not in adapters.
 
 use std::time::Duration;
 
@@ -126,6 +127,15 @@ impl AdapterError {
 
 /// A chat platform. Implementations hold no routing state: the runner passes the receive cursor
 /// (persisted in state.db) and owns everything above the wire.
+///
+/// Two rules every adapter must follow:
+/// - **Update ids stay unique across restarts** (of the adapter and of the platform's server):
+///   inbound updates are de-duplicated by `(platform, platform_update_id)` and the cursor is
+///   saved per platform, so an adapter whose ids restart at 0 would have new messages taken for
+///   old ones. Derive ids from something the platform keeps (Telegram's `update_id`), or persist
+///   an id base.
+/// - **`receive` waits** for messages (long polling) rather than returning an empty batch at
+///   once; an empty batch after a wait is normal.
 #[async_trait::async_trait]
 pub trait PlatformAdapter: Send + Sync {
     /// Platform name as in config and session keys (`telegram`).
@@ -159,6 +169,54 @@ pub trait PlatformAdapter: Send + Sync {
     async fn delete(&self, chat_id: &str, message_id: &str) -> Result<(), AdapterError>;
     /// Shows "typing…" for a few seconds.
     async fn typing(&self, chat_id: &str) -> Result<(), AdapterError>;
+}
+
+/// What a platform's constructor returns: `None` when it is not configured, `Some(Err)` when it
+/// is, wrongly.
+pub type Configured = Option<Result<std::sync::Arc<dyn PlatformAdapter>, AdapterError>>;
+
+/// One platform the gateway can run; collected from every adapter file by `inventory`.
+pub struct PlatformRegistration {
+    /// As in config, session keys and `hermes gateway run --platform NAME`.
+    pub name: &'static str,
+    /// What to set to enable it (shown when no platform is configured).
+    pub setup_hint: &'static str,
+    /// `None` when it is not configured; `Some(Err)` when it is, wrongly.
+    pub from_config: fn(&crate::config::Config) -> Configured,
+}
+
+inventory::collect!(PlatformRegistration);
+
+/// Registers a platform adapter from its own file.
+#[macro_export]
+macro_rules! register_platform {
+    ($registration:expr) => {
+        inventory::submit! { $registration }
+    };
+}
+
+/// Every registered platform, sorted by name.
+pub fn registered() -> Vec<&'static PlatformRegistration> {
+    let mut all: Vec<&'static PlatformRegistration> = inventory::iter::<PlatformRegistration>
+        .into_iter()
+        .collect();
+    all.sort_by_key(|r| r.name);
+    all
+}
+
+/// The prefix of a platform's environment variables (`<PREFIX>_ALLOWED_USERS`): upper case,
+/// anything a shell cannot have in a name (`-`, `.`) as `_`.
+pub fn env_prefix(platform: &str) -> String {
+    platform
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// Session key rules (reference §12.3), namespace `agent:main`.

@@ -319,7 +319,7 @@ impl PlatformCtx {
     /// The one reply an unknown user gets: in a DM, a pairing code when the limits allow.
     async fn refusal(&self, event: &MessageEvent, user: &str) -> String {
         let platform = self.adapter.platform().to_string();
-        let up = platform.to_uppercase();
+        let up = crate::gateway::platform::env_prefix(&platform);
         let base = format!("Sorry, you are not authorised to use this bot (your user id: {user}).");
         let pairing_off = self
             .services

@@ -72,7 +72,7 @@ impl Authorizer {
     /// `<PLATFORM>_ALLOWED_USERS` (comma list), `<PLATFORM>_ALLOW_ALL_USERS`,
     /// `GATEWAY_ALLOW_ALL_USERS`. With none of them set nobody is allowed (deny by default).
     pub fn from_config(config: &crate::config::Config, platform: &str) -> Self {
-        let up = platform.to_uppercase();
+        let up = crate::gateway::platform::env_prefix(platform);
         let truthy = |k: &str| {
             config
                 .env

@@ -359,6 +359,19 @@ impl PlatformAdapter for TelegramAdapter {
     }
 }
 
+crate::register_platform!(crate::gateway::platform::PlatformRegistration {
+    name: "telegram",
+    setup_hint: "TELEGRAM_BOT_TOKEN (and TELEGRAM_ALLOWED_USERS)",
+    from_config: |config| {
+        TelegramAdapter::from_config(config).map(|r| {
+            r.map(|a| {
+                std::sync::Arc::new(a)
+                    as std::sync::Arc<dyn crate::gateway::platform::PlatformAdapter>
+            })
+        })
+    },
+});
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -216,18 +216,21 @@ mod tests {
         (root, store)
     }
 
+    /// Writes `rel/SKILL.md` under `root` with the given frontmatter `description:` value as written.
+    fn write_skill(root: &std::path::Path, rel: &str, name: &str, description: &str) {
+        let dir = root.join(rel);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: {description}\n---\nbody\n"),
+        )
+        .unwrap();
+    }
+
     #[test]
     fn small_index_snapshot() {
         let root = tempfile::tempdir().unwrap();
-        let mk = |rel: &str, name: &str, desc: &str| {
-            let dir = root.path().join(rel);
-            std::fs::create_dir_all(&dir).unwrap();
-            std::fs::write(
-                dir.join("SKILL.md"),
-                format!("---\nname: {name}\ndescription: {desc}\n---\nbody\n"),
-            )
-            .unwrap();
-        };
+        let mk = |rel: &str, name: &str, desc: &str| write_skill(root.path(), rel, name, desc);
         mk(
             "software-development/git-workflow",
             "git-workflow",
@@ -252,13 +255,7 @@ mod tests {
     fn flagged_descriptions_are_withheld_snapshot() {
         let root = tempfile::tempdir().unwrap();
         let mk = |rel: &str, name: &str, desc: &str| {
-            let dir = root.path().join(rel);
-            std::fs::create_dir_all(&dir).unwrap();
-            std::fs::write(
-                dir.join("SKILL.md"),
-                format!("---\nname: {name}\ndescription: \"{desc}\"\n---\nbody\n"),
-            )
-            .unwrap();
+            write_skill(root.path(), rel, name, &format!("\"{desc}\""))
         };
         mk(
             "ops/notice",

@@ -332,3 +332,34 @@ fn a_profile_has_its_own_state_and_clone_copies_config_and_skills() {
         "deleting the sticky profile falls back to default"
     );
 }
+
+#[test]
+fn config_set_of_an_api_key_goes_to_dotenv() {
+    let env = TestEnv::new();
+    env.config(COMMENTED);
+    let out = env
+        .bare_cmd()
+        .args([
+            "config",
+            "set",
+            "OPENAI_API_KEY",
+            "sk-test-0123456789abcdef",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stdout(&out).contains("sk-test") && !stderr(&out).contains("sk-test"));
+    assert_eq!(config_text(&env), COMMENTED, "config.yaml untouched");
+    let dotenv = std::fs::read_to_string(env.home_path().join(".env")).unwrap();
+    assert_eq!(dotenv, "OPENAI_API_KEY=sk-test-0123456789abcdef\n");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(env.home_path().join(".env"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+}

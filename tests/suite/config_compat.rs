@@ -80,6 +80,16 @@ fn typos_in_typed_sections_are_errors_with_did_you_mean() {
         ),
         ("browsr:\n  headed: true\n", "browsr", "browser"),
         ("browser:\n  headded: true\n", "browser.headded", "headed"),
+        (
+            "budget:\n  sesion_usd: 1\n",
+            "budget.sesion_usd",
+            "session_usd",
+        ),
+        (
+            "budget:\n  prices:\n    gpt-4o: {inptu: 1}\n",
+            "budget.prices.gpt-4o.inptu",
+            "input",
+        ),
     ] {
         let env = TestEnv::new();
         env.config(yaml);
@@ -114,4 +124,14 @@ fn one_shot_with_the_python_config_keeps_stdout_for_the_answer() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out).trim(), "Hello from the mock.");
     assert_eq!(stderr(&out).matches("not supported yet").count(), 1);
+}
+
+#[test]
+fn doctor_lists_the_keys_not_supported_yet() {
+    let env = TestEnv::new();
+    env.config(PYTHON_CONFIG);
+    let out = env.bare_cmd().args(["doctor", "--json"]).output().unwrap();
+    let report = stdout(&out);
+    assert!(report.contains("not supported yet: "), "{report}");
+    assert!(report.contains("agent.gateway_timeout"), "{report}");
 }

@@ -29,7 +29,13 @@ pub fn config(config: &Config, error: Option<String>) -> Check {
             Status::Info,
             "no config.yaml yet: defaults apply (`hermes setup` writes one)",
         ),
-        None => Check::new("config", Status::Ok, format!("{} is valid", path.display())),
+        None => Check::new("config", Status::Ok, format!("{} is valid", path.display()))
+            .with_details(
+                config
+                    .unsupported_warning()
+                    .map(|w| vec![w.replacen("config.yaml: ", "accepted, no effect: ", 1)])
+                    .unwrap_or_default(),
+            ),
     }
 }
 
@@ -280,7 +286,7 @@ pub fn gateway(config: &Config) -> Check {
             Status::Ok,
             format!("tokens present for: {}", platforms.names().join(", ")),
         ),
-        Err(crate::gateway::GatewayError::NoPlatform) => Check::new(
+        Err(crate::gateway::GatewayError::NoPlatform(_)) => Check::new(
             "gateway",
             Status::Info,
             "no chat platform configured (TELEGRAM_BOT_TOKEN + TELEGRAM_ALLOWED_USERS, or API_SERVER_KEY, in .env)",

@@ -343,7 +343,8 @@ mod tests {
         let env: Vec<&str> = t.env_detected().iter().map(|r| r.name.as_str()).collect();
         assert_eq!(env, ["openai", "openrouter", "anthropic"]);
         let local: Vec<&str> = t.local_probes().iter().map(|r| r.name.as_str()).collect();
-        assert_eq!(local, ["ollama", "llamacpp", "vllm"]);
+        // `lmstudio` is registered by cli/setup/wizard.rs with `register_provider!`.
+        assert_eq!(local, ["ollama", "llamacpp", "vllm", "lmstudio"]);
         let help = t.nothing_configured_help("/h/config.yaml");
         for needle in [
             "OPENROUTER_API_KEY=...",

@@ -8,13 +8,23 @@
 //! several severities are ours. Severity is about what a line can do, not about how unusual it
 //! is: `sudo apt install` or `pip install x` in installation notes is ordinary (medium, noted),
 //! piping an unpinned download into a shell is high, deleting `/` is critical.
+//!
+//! Precision on real skills (the 177 official Python Hermes skills are the yardstick): a rule
+//! matches what a line *does*, not a word it mentions. A tunnel is a tunnel command
+//! (`ngrok http 8080`), not the word "cloudflared" in a sentence; a pipe into Python is code
+//! only when Python reads its program from the pipe (`| python3 -m json.tool` parses data);
+//! another agent's settings file counts when written, not when listed; `.exec(` on an object
+//! is a method, not Python's `exec`.
 
-use super::engine::Rule;
+use super::engine::{Check, Rule};
 use super::reach::SKILL;
 use super::{Category as C, Severity as S};
 
 macro_rules! rule {
     ($id:literal, $sev:ident, $cat:ident, $re:expr, $desc:literal) => {
+        rule!($id, $sev, $cat, $re, $desc, None)
+    };
+    ($id:literal, $sev:ident, $cat:ident, $re:expr, $desc:literal, $check:expr) => {
         Rule {
             id: $id,
             severity: S::$sev,
@@ -22,9 +32,61 @@ macro_rules! rule {
             reach: SKILL,
             regex: $re,
             description: $desc,
-            check: None,
+            check: $check,
         }
     };
+}
+
+/// `sandbox.exec("python", …)` or `cursor.exec(…)` is a method of some object, not the
+/// language's `exec`/`eval` of a string.
+fn not_a_method(_matched: &[u8], before: &[u8]) -> Check {
+    let lower = before.to_ascii_lowercase();
+    if lower.ends_with(b"builtins.") || lower.ends_with(b"builtins__.") {
+        // `builtins.exec(...)` is the language's exec under another name.
+        return Check::Keep;
+    }
+    match before.last() {
+        Some(b'.') => Check::Drop,
+        _ => Check::Keep,
+    }
+}
+
+/// A download piped into Python is code only when Python reads its program from the pipe:
+/// `| python3` or `| python3 -`. With `-c '…'`, `-m json.tool` or a script file, the download
+/// is the program's input data — unless the `-c` program executes what it reads.
+fn python_reads_program(matched: &[u8], _before: &[u8]) -> Check {
+    let text = String::from_utf8_lossy(matched).to_ascii_lowercase();
+    let Some(at) = text.find("| python").or_else(|| text.find("|python")) else {
+        return Check::Keep;
+    };
+    let tail = &text[at..];
+    let Some(start) = tail.find("python") else {
+        return Check::Keep;
+    };
+    let tail = &tail[start..];
+    let args = tail.split_whitespace().skip(1);
+    for arg in args {
+        if arg == "-" {
+            return Check::Keep;
+        }
+        if arg.starts_with("-c") {
+            let runs_input = ["exec(", "eval(", "compile("]
+                .iter()
+                .any(|f| tail.contains(f));
+            return if runs_input { Check::Keep } else { Check::Drop };
+        }
+        if arg.starts_with("-m") {
+            return Check::Drop;
+        }
+        if arg.contains(['>', '<']) {
+            break;
+        }
+        if !arg.starts_with('-') {
+            // A script file: it gets the download on stdin.
+            return Check::Drop;
+        }
+    }
+    Check::Keep
 }
 
 pub(super) const RULES: &[Rule] = &[
@@ -116,8 +178,8 @@ pub(super) const RULES: &[Rule] = &[
         "other_agent_config",
         High,
         Persistence,
-        r"\.claude/settings(\.local)?\.json|\.codex/config\.toml|\.cursor/mcp\.json|\.gemini/settings\.json",
-        "touches another agent's configuration"
+        r"(?:>>?|\btee\b[^\n]*|\b(?:write|edit|modify|overwrite|append\s+to|update|change|replace)\s+(?:[\w`'\x22]+\s+){0,6}?|\b(?:cp|mv|ln|install)\s[^\n]*|\bsed\s+-i[^\n]*|write_text\s*\(\s*|writefile(?:sync)?\s*\(\s*)\s*[`'\x22]?[^\s`'\x22]*(?:\.claude/settings(?:\.local)?\.json|\.codex/config\.toml|\.cursor/mcp\.json|\.gemini/settings\.json)",
+        "writes another agent's configuration"
     ),
     rule!(
         "persistence_cron",
@@ -193,7 +255,7 @@ pub(super) const RULES: &[Rule] = &[
         "tunnel_service",
         High,
         Network,
-        r"\b(ngrok|localtunnel|cloudflared\s+tunnel|serveo\.net|localhost\.run|bore\.pub)\b",
+        r"\bngrok\s+(?:http|tcp|tls|start|tunnel)\b|\bcloudflared\s+tunnel\s+(?:--|run\b|create\b|route\b)|\b(?:lt|localtunnel)\s+--(?:port|subdomain)\b|\bnpx\s+localtunnel\b|\bssh\b[^\n]*\s-R\s*\S+[^\n]*\b(?:serveo\.net|localhost\.run|pinggy\.io|bore\.pub)\b|\bbore\s+local\b",
         "exposes the machine through a tunnel"
     ),
     rule!(
@@ -243,14 +305,16 @@ pub(super) const RULES: &[Rule] = &[
         High,
         Obfuscation,
         r"\beval\s*\(\s*(['\x22]|atob|base64|b64decode|unescape|String\.fromCharCode|bytes\.fromhex)",
-        "evaluates a string"
+        "evaluates a string",
+        Some(not_a_method)
     ),
     rule!(
         "exec_string",
         High,
         Obfuscation,
         r"\bexec\s*\(\s*(['\x22]|base64|b64decode|compile|bytes|codecs|zlib)",
-        "executes a string"
+        "executes a string",
+        Some(not_a_method)
     ),
     rule!(
         "python_compile_exec",
@@ -364,12 +428,14 @@ pub(super) const RULES: &[Rule] = &[
         r"=\s*\x60[^\x60\n]+\x60",
         "backtick command substitution"
     ),
+    // /etc/passwd is world-readable (names, not secrets): noted. Reading the password hashes
+    // is `shadow_access` (critical).
     rule!(
         "system_passwd_access",
-        High,
+        Medium,
         Traversal,
         r"/etc/(passwd|shadow|gshadow|master\.passwd)\b",
-        "reads the system account database"
+        "names the system account database"
     ),
     rule!(
         "path_traversal_deep",
@@ -410,22 +476,25 @@ pub(super) const RULES: &[Rule] = &[
         "curl_pipe_shell",
         High,
         SupplyChain,
-        r"\bcurl\b[^\n|]*\|\s*(sudo\s+)?(ba|z|da)?sh\b",
+        // A URL, a host or a variable to download from: `curl ... | bash` naming the pattern
+        // in a table of blocked commands downloads nothing.
+        r"\bcurl\b[^\n|]*(?:https?://|\b[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}\b|\$\{?\w)[^\n|]*\|\s*(sudo\s+)?(ba|z|da)?sh\b",
         "pipes a download into a shell"
     ),
     rule!(
         "wget_pipe_shell",
         High,
         SupplyChain,
-        r"\bwget\b[^\n|]*\|\s*(sudo\s+)?(ba|z|da)?sh\b",
+        r"\bwget\b[^\n|]*(?:https?://|\b[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}\b|\$\{?\w)[^\n|]*\|\s*(sudo\s+)?(ba|z|da)?sh\b",
         "pipes a download into a shell"
     ),
     rule!(
         "curl_pipe_python",
         High,
         SupplyChain,
-        r"\b(curl|wget)\b[^\n|]*\|\s*(sudo\s+)?python[23]?\b",
-        "pipes a download into Python"
+        r"\b(curl|wget)\b[^\n|]*\|\s*(sudo\s+)?python[0-9.]*\b[^\n]*",
+        "pipes a download into Python as its program",
+        Some(python_reads_program)
     ),
     rule!(
         "pep723_inline_deps",

@@ -65,6 +65,15 @@ fn not_auth_param(matched: &[u8], _before: &[u8]) -> Check {
     }
 }
 
+/// The public half of a key (`id_ed25519.pub`) and `known_hosts` are not secrets.
+fn not_public_key(matched: &[u8], _before: &[u8]) -> Check {
+    if matched.ends_with(b".pub") || matched.ends_with(b"known_hosts") {
+        Check::Drop
+    } else {
+        Check::Keep
+    }
+}
+
 pub(super) const RULES: &[Rule] = &[
     rule!(
         "env_exfil_curl",
@@ -232,13 +241,17 @@ pub(super) const RULES: &[Rule] = &[
         r"\.hermes/\.env\b",
         "touches the Hermes secrets file"
     ),
+    // Reading a private key (or the whole directory) into a command or the conversation.
+    // `ssh -i ~/.ssh/key`, `ssh-keygen -f ~/.ssh/id_ed25519` and the `.pub` half are how SSH
+    // setup works and are not findings.
     rule!(
         "ssh_dir_access",
         High,
         Exfiltration,
         SKILL,
-        r"(?:~|\$HOME|\$\{HOME\}|/root|/home/[\w.-]+)/\.ssh/(?:id_|[\w.-]*_key\b|authorized_keys)|\b(?:tar|zip|cp|scp|rsync|cat)\b[^\n]*(?:~|\$HOME|\$\{HOME\})/\.ssh\b",
-        "reads the SSH key directory"
+        r"\b(?:cat|cp|mv|scp|rsync|tar|zip|7z|base64|xxd|od|less|more|head|tail|strings|open|read_text|read_bytes|readfile(?:sync)?)\b[^\n|;]*?(?:~|\$HOME|\$\{HOME\}|/root|/home/[\w.-]+)/\.ssh(?:/[\w.*-]+)?|<\s*(?:~|\$HOME|\$\{HOME\}|/root|/home/[\w.-]+)/\.ssh/[\w.*-]+",
+        "reads the SSH key directory",
+        Some(not_public_key)
     ),
     rule!(
         "cloud_credentials_access",
