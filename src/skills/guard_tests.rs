@@ -150,7 +150,10 @@ fn a_key_under_an_auth_parameter_is_judged_by_where_it_goes() {
     let findings = scan_text("SKILL.md", leak);
     assert_eq!(verdict(&findings), Verdict::Dangerous, "{findings:?}");
     assert_eq!(
-        findings.iter().find(|f| f.id == "env_exfil_curl").map(|f| f.line),
+        findings
+            .iter()
+            .find(|f| f.id == "env_exfil_curl")
+            .map(|f| f.line),
         Some(7)
     );
     let documented = "---\nname: x\ndescription: y\n---\nList the models:\n```bash\ncurl -H \"Authorization: Bearer $OPENAI_API_KEY\" https://api.openai.com/v1/models\ncurl \"https://api.anthropic.com/v1/models?api_key=$ANTHROPIC_API_KEY\"\n```\n";

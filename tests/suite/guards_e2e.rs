@@ -175,7 +175,10 @@ fn audit_tells_a_key_sent_away_from_a_key_sent_to_its_own_api() {
     let (code, report, err) = audit_json(&env, "incoming");
     assert_eq!(code, Some(1), "dangerous → exit 1: {err}");
     let got = verdicts(&report);
-    assert!(got.contains(&("leak".into(), "dangerous".into())), "{got:?}");
+    assert!(
+        got.contains(&("leak".into(), "dangerous".into())),
+        "{got:?}"
+    );
     assert!(got.contains(&("docs".into(), "safe".into())), "{report}");
     let leak = report
         .as_array()
