@@ -12,7 +12,8 @@ fn blockify(lines: &mut Vec<String>, at: usize) {
     lines[at] = "model:".to_string();
     let value = strip_comment(&value);
     if value.starts_with('{') {
-        // A flow mapping (`model: {provider: x, default: y}`): one line per key.
+        // A flow mapping (`model: {provider: x, default: y}`): one line per key, in the user's
+        // order (serde_json keeps insertion order: `preserve_order` is on for the ACP crate).
         if let Ok(serde_json::Value::Object(map)) =
             serde_saphyr::from_str::<serde_json::Value>(&value)
         {
@@ -204,7 +205,7 @@ mod tests {
                 &[("default", "b")],
                 &[]
             ),
-            "model:\n  default: b\n  provider: custom\n"
+            "model:\n  provider: custom\n  default: b\n"
         );
     }
 
