@@ -12,8 +12,7 @@ fn blockify(lines: &mut Vec<String>, at: usize) {
     lines[at] = "model:".to_string();
     let value = strip_comment(&value);
     if value.starts_with('{') {
-        // A flow mapping (`model: {provider: x, default: y}`): one line per key, in the user's
-        // order (serde_json keeps insertion order: `preserve_order` is on for the ACP crate).
+        // A flow mapping (`model: {provider: x, default: y}`): one line per key.
         if let Ok(serde_json::Value::Object(map)) =
             serde_saphyr::from_str::<serde_json::Value>(&value)
         {
@@ -205,6 +204,8 @@ mod tests {
                 &[("default", "b")],
                 &[]
             ),
+            // The flow mapping's keys keep the user's order (serde_json's `preserve_order`,
+            // which the MCP/ACP dependencies switch on for the whole build).
             "model:\n  provider: custom\n  default: b\n"
         );
     }
