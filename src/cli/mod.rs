@@ -124,6 +124,10 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         eprintln!("{warning}");
         tracing::warn!("{warning}");
     }
+    if let Some(warning) = config.python_defaults_warning() {
+        eprintln!("{warning}");
+        tracing::warn!("{warning}");
+    }
     match command {
         Some(args::Command::Sessions { action }) => {
             let store = setup::open_store(&config)?;
