@@ -144,6 +144,8 @@ pub enum Command {
     },
     /// Choose a provider and model, save the key to .env, write config.yaml, make a test call.
     Setup(crate::cli::setup::wizard::SetupArgs),
+    /// Show the default model and where it comes from, list the endpoint's models, or switch.
+    Model(crate::cli::model_cmd::ModelArgs),
     /// Show the last lines of $HERMES_HOME/logs, or follow them.
     Logs(crate::cli::logs_cmd::LogsArgs),
     /// Print a shell completion script: `hermes completion bash > ~/.local/share/bash-completion/completions/hermes`.

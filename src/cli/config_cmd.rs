@@ -8,9 +8,9 @@ use clap::Subcommand;
 use serde_json::Value;
 
 use crate::cli::{CliError, exit};
-use crate::config::{env_file, python_defaults};
 use crate::config::yaml_edit::{self, inline_yaml};
 use crate::config::{Config, EnvVars, HermesHome};
+use crate::config::{env_file, python_defaults};
 use crate::security::{redact, secrets};
 
 #[derive(Debug, Subcommand)]

@@ -12,6 +12,7 @@ pub mod insights_cmd;
 pub mod logs_cmd;
 pub mod markdown;
 pub mod memory_cmd;
+pub mod model_cmd;
 pub mod not_yet;
 pub mod oneshot;
 pub mod profile_cmd;
@@ -163,6 +164,7 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         )),
         Some(args::Command::Claw { action }) => claw::run(&config, action),
         Some(args::Command::Setup(setup_args)) => setup::wizard::run(&runtime, &config, setup_args),
+        Some(args::Command::Model(model)) => model_cmd::run(&runtime, &cli.run, &config, model),
         Some(args::Command::Logs(logs)) => logs_cmd::run(&config, logs),
         Some(args::Command::Completion { shell }) => completion_cmd::run(shell),
         Some(args::Command::Insights { days, json }) => {

@@ -175,7 +175,9 @@ mod tests {
         assert_eq!(c.approvals.mode, crate::config::ApprovalMode::Manual);
         let w = c.python_defaults_warning().unwrap();
         assert!(
-            w.contains("terminal.backend: local, checkpoints.enabled: false, approvals.mode: smart"),
+            w.contains(
+                "terminal.backend: local, checkpoints.enabled: false, approvals.mode: smart"
+            ),
             "{w}"
         );
         assert!(!w.contains("not supported yet"), "{w}");
@@ -205,8 +207,9 @@ mod tests {
 
     #[test]
     fn other_values_are_the_users() {
-        let c = load("terminal:\n  backend: docker\napprovals:\n  mode: 'off'\n_config_version: 33\n")
-            .unwrap();
+        let c =
+            load("terminal:\n  backend: docker\napprovals:\n  mode: 'off'\n_config_version: 33\n")
+                .unwrap();
         assert_eq!(
             c.terminal.exec.backend,
             crate::config::terminal::BackendChoice::Docker
@@ -220,7 +223,10 @@ mod tests {
         let e = load(&format!("{CHOSEN_KEY}: [terminal.backnd]\n"))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("terminal.backnd") && e.contains("terminal.backend"), "{e}");
+        assert!(
+            e.contains("terminal.backnd") && e.contains("terminal.backend"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -388,6 +388,10 @@ fn profile_flag_works_after_the_subcommand_and_stays_out_of_its_help() {
     for sub in ["sessions", "config", "doctor"] {
         let out = env.bare_cmd().args([sub, "--help"]).output().unwrap();
         assert!(out.status.success(), "{}", stderr(&out));
-        assert!(!stdout(&out).contains("--profile"), "{sub}: {}", stdout(&out));
+        assert!(
+            !stdout(&out).contains("--profile"),
+            "{sub}: {}",
+            stdout(&out)
+        );
     }
 }

@@ -225,7 +225,10 @@ fn python_defaults_do_not_switch_the_sandbox_or_checkpoints_off() {
 fn config_set_records_a_python_default_as_the_users_choice() {
     let env = TestEnv::new();
     env.config(PYTHON_CONFIG);
-    for (key, value) in [("terminal.backend", "local"), ("checkpoints.enabled", "false")] {
+    for (key, value) in [
+        ("terminal.backend", "local"),
+        ("checkpoints.enabled", "false"),
+    ] {
         let out = env
             .bare_cmd()
             .args(["config", "set", key, value])
