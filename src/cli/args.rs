@@ -249,6 +249,20 @@ pub enum SessionsCommand {
     },
 }
 
+impl SessionsCommand {
+    /// Whether the command never writes state.db (it may then open it read-only).
+    pub fn only_reads(&self) -> bool {
+        matches!(
+            self,
+            SessionsCommand::List { .. }
+                | SessionsCommand::Show { .. }
+                | SessionsCommand::Export { .. }
+                | SessionsCommand::Search { .. }
+                | SessionsCommand::Stats { .. }
+        )
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ExportFormat {
     Jsonl,

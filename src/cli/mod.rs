@@ -131,7 +131,11 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
     }
     match command {
         Some(args::Command::Sessions { action }) => {
-            let store = setup::open_store(&config)?;
+            let store = if action.only_reads() {
+                setup::open_store_for_reading(&config)?
+            } else {
+                setup::open_store(&config)?
+            };
             let redactor = crate::security::redact::Redactor::new(
                 crate::security::secrets::collect(&config),
                 config.security.redact_secrets,
