@@ -36,6 +36,8 @@ pub mod model_cmd;
 pub mod model_limits;
 pub mod patch_e2e;
 pub mod sandbox;
+pub mod seams_adapter_rules;
+pub mod seams_memory;
 pub mod seams_mocks;
 pub mod seams_platforms;
 pub mod seams_providers;
