@@ -1,8 +1,9 @@
 //! The provider table: every provider hermes can reach by name, as data. Built-in rows live in
 //! `BUILTIN`; another file may add one with `register_provider!`; config.yaml's
-//! `custom_providers:` adds the user's. Everything name-dependent is derived from the rows:
-//! whether a key is required, the environment auto-detection order, the local servers probed,
-//! the "nothing configured" help and the pooled-key variables (`<KEY>_2` … `<KEY>_9`).
+//! `custom_providers:` (and Python's keyed `providers:` form) adds the user's. Everything
+//! name-dependent is derived from the rows: whether a key is required, the environment
+//! auto-detection order, the local servers probed, the "nothing configured" help and the
+//! pooled-key variables (`<KEY>_2` … `<KEY>_9`).
 
 use std::time::Duration;
 
