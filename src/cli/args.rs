@@ -123,7 +123,7 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Serve the agent on chat platforms (Telegram), or show the gateway's health.
+    /// Serve the agent on the configured chat platforms and API server, or show its health.
     Gateway {
         #[command(subcommand)]
         action: crate::cli::gateway_cmd::GatewayCommand,
