@@ -346,10 +346,6 @@ impl Config {
             message: e.into_inner().to_string(),
         })?;
         config.unsupported = classifier.finish(&doc, path)?;
-        if !parsed.mcp_servers.is_empty() {
-            // Typed and checked, but no MCP client runs them yet.
-            config.unsupported.push("mcp_servers".to_string());
-        }
         apply(&mut config, &parsed, path)?;
         config.file = parsed;
         config.raw = doc;

@@ -59,17 +59,11 @@ pub fn run(
     config: Config,
     action: McpCommand,
 ) -> Result<u8, CliError> {
-    let _ = runtime;
     match action {
-        McpCommand::List => list(&config),
+        McpCommand::List => list(runtime, &config),
         McpCommand::Add(args) => add(&config, args),
         McpCommand::Remove { name } => remove(&config, &name),
-        McpCommand::Test { name } => {
-            server(&config, &name)?;
-            Err(CliError::Usage(
-                "`hermes mcp test` is not available yet in this build".into(),
-            ))
-        }
+        McpCommand::Test { name } => test(runtime, &config, &name),
         McpCommand::Serve(_args) => Err(CliError::Usage(
             "`hermes mcp serve` is not available yet in this build".into(),
         )),
@@ -90,8 +84,9 @@ fn server<'a>(config: &'a Config, name: &str) -> Result<&'a McpServerConfig, Cli
     })
 }
 
-/// One line per server: name, transport and target, enabled, filter.
-fn list(config: &Config) -> Result<u8, CliError> {
+/// One line per server: name, transport and target, enabled, filter; then its status (each
+/// enabled server is connected to once, all at the same time, at most `LIST_PROBE` each).
+fn list(runtime: &tokio::runtime::Runtime, config: &Config) -> Result<u8, CliError> {
     let servers = &config.file.mcp_servers;
     if servers.is_empty() {
         println!(
@@ -104,8 +99,90 @@ fn list(config: &Config) -> Result<u8, CliError> {
         crate::security::secrets::collect(config),
         config.security.redact_secrets,
     );
+    let http = crate::agent::shared_http();
+    let probes = runtime.block_on(async {
+        let probes = servers
+            .iter()
+            .filter(|(_, s)| s.is_enabled())
+            .map(|(name, s)| {
+                let http = http.clone();
+                async move {
+                    let r = tokio::time::timeout(
+                        LIST_PROBE,
+                        crate::mcp::client::test_server(config, name, s, &http),
+                    )
+                    .await;
+                    let status = match r {
+                        Ok(Ok(report)) => format!(
+                            "connected, {} tools ({} ms)",
+                            report.tools.len(),
+                            report.connect_ms + report.list_ms
+                        ),
+                        Ok(Err(e)) => format!("down: {e}"),
+                        Err(_) => format!("down: no answer within {} s", LIST_PROBE.as_secs()),
+                    };
+                    (name.clone(), status)
+                }
+            });
+        futures::future::join_all(probes).await
+    });
     for (name, s) in servers {
-        println!("{}", redactor.redact(&describe(name, s)));
+        let status = probes
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or("", |(_, st)| st.as_str());
+        let line = format!("{}  {status}", describe(name, s));
+        println!("{}", redactor.redact(line.trim_end()));
+    }
+    Ok(exit::OK)
+}
+
+/// How long `hermes mcp list` waits for each server.
+const LIST_PROBE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Connects to one server, lists its tools, prints them with the timings.
+fn test(runtime: &tokio::runtime::Runtime, config: &Config, name: &str) -> Result<u8, CliError> {
+    let entry = server(config, name)?;
+    let http = crate::agent::shared_http();
+    let report = runtime
+        .block_on(crate::mcp::client::test_server(config, name, entry, &http))
+        .map_err(|e| {
+            CliError::Setup(format!(
+                "the MCP server `{name}` failed: {e} (its stderr is in {})",
+                config
+                    .home
+                    .logs_dir()
+                    .join(format!(
+                        "mcp-{}.log",
+                        crate::mcp::client::names::sanitize(name)
+                    ))
+                    .display()
+            ))
+        })?;
+    if !report.server_info.trim().is_empty() {
+        println!("server: {}", report.server_info.trim());
+    }
+    println!(
+        "connected in {} ms, tools listed in {} ms: {} tools{}",
+        report.connect_ms,
+        report.list_ms,
+        report.tools.len(),
+        if report.filtered_out.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " ({} left out by tools.include/exclude: {})",
+                report.filtered_out.len(),
+                report.filtered_out.join(", ")
+            )
+        }
+    );
+    for (registered, _, description) in &report.tools {
+        let first = description.lines().next().unwrap_or("");
+        println!(
+            "  {registered:<40} {}",
+            crate::util::truncate_chars(first, 80)
+        );
     }
     Ok(exit::OK)
 }
