@@ -357,10 +357,6 @@ impl Config {
         })?;
         config.unsupported = classifier.finish(&doc, path)?;
         config.python_set_aside = python_defaults::set_aside(&mut parsed, &doc, path)?;
-        if !parsed.mcp_servers.is_empty() {
-            // Typed and checked, but no MCP client runs them yet.
-            config.unsupported.push("mcp_servers".to_string());
-        }
         apply(&mut config, &parsed, path)?;
         config.file = parsed;
         config.raw = doc;

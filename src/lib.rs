@@ -10,6 +10,7 @@ pub mod cli;
 pub mod config;
 pub mod gateway;
 pub mod llm;
+pub mod mcp;
 pub mod memory;
 pub mod panics;
 pub mod security;

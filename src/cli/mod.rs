@@ -11,6 +11,7 @@ pub mod gateway_cmd;
 pub mod insights_cmd;
 pub mod logs_cmd;
 pub mod markdown;
+pub mod mcp_cmd;
 pub mod memory_cmd;
 pub mod model_cmd;
 pub mod not_yet;
@@ -163,6 +164,7 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
             },
         ),
         Some(args::Command::Tools { action }) => tools_cmd::run(&config, action),
+        Some(args::Command::Mcp { action }) => mcp_cmd::run(&runtime, config, action),
         Some(args::Command::Config { .. } | args::Command::Profile { .. }) => Err(CliError::Setup(
             "config and profile commands run before this point".into(),
         )),

@@ -58,6 +58,9 @@ pub struct ConfigFile {
     /// MCP servers (Python Hermes format); used by the MCP client.
     #[serde(deserialize_with = "or_default")]
     pub mcp_servers: BTreeMap<String, mcp::McpServerConfig>,
+    /// Seconds a new session waits for MCP servers still connecting (Python's default 1.5).
+    #[serde(deserialize_with = "num")]
+    pub mcp_discovery_timeout: Option<f64>,
     #[serde(deserialize_with = "or_default")]
     pub auxiliary: auxiliary::AuxiliaryFile,
     #[serde(deserialize_with = "or_default")]
