@@ -161,6 +161,8 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::cli::profile_cmd::ProfileCommand,
     },
+    /// Serve the Agent Client Protocol on stdio for an editor (Zed: `agent_servers`).
+    Acp,
     /// Send one message to a chat, e.g. `hermes send telegram:123456 "done"`.
     Send {
         /// PLATFORM:CHAT_ID

@@ -19,6 +19,7 @@ pub mod pairing;
 pub mod platform;
 pub mod retention;
 pub mod runner;
+pub mod send;
 pub mod session;
 pub mod settings;
 pub mod telegram;

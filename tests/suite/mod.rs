@@ -1,5 +1,6 @@
 //! Integration test modules, one per area.
 
+pub mod acp;
 pub mod agent_api;
 pub mod anthropic_cli;
 pub mod anthropic_client;
