@@ -23,6 +23,7 @@ pub mod updates;
 
 use std::sync::Arc;
 
+use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateRequest, AuthenticateResponse,
     CancelNotification, Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
@@ -31,7 +32,6 @@ use agent_client_protocol::v1::schema::{
     SessionListCapabilities, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
-use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::{Client, ErrorCode, Lines};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
