@@ -9,8 +9,9 @@
 //!   (`turn.rs`, translations in `updates.rs`); `session/cancel` fires the turn's cancel token,
 //!   which kills a running command as SIGINT does in the terminal;
 //! - `session/set_config_option` with `model` switches the model for later turns;
-//! - dangerous commands are asked through the editor's `session/request_permission` (the run
-//!   mode is `RunMode::Acp`; no answer within `approvals.timeout` is a denial).
+//! - dangerous commands and file edits (`write_file`, `patch`) are asked through the editor's
+//!   `session/request_permission` (the run mode is `RunMode::Acp`; no answer within
+//!   `approvals.timeout` is a denial).
 //!
 //! File reads and writes go to the disk through the file tools and their path policy, not
 //! through the editor's `fs/*` methods: those would bypass the protected-path checks and the

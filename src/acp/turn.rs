@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::session::AcpSession;
 use super::{AcpServer, invalid, rpc_error, updates};
 use crate::agent::{AgentEvent, TurnExit};
-use crate::security::approval::{ApprovalChoice, ApprovalRequest};
+use crate::security::approval::{ApprovalChoice, ApprovalRequest, EDIT_REASON};
 
 /// Permission option ids, and the answer each one means.
 const OPTIONS: [(&str, &str, PermissionOptionKind, ApprovalChoice); 4] = [
@@ -114,8 +114,8 @@ async fn forward(
     cancel: CancellationToken,
 ) -> bool {
     let mut streamed = false;
-    // The terminal call an approval question belongs to.
-    let mut last_terminal: Option<String> = None;
+    // The call an approval question belongs to (the last command or edit that started).
+    let mut last_asking: Option<String> = None;
     let send = |update: SessionUpdate| {
         if let Err(e) = cx.send_notification(SessionNotification::new(session_id.clone(), update)) {
             tracing::debug!(error = %e, "cannot send a session update (editor gone?)");
@@ -131,8 +131,8 @@ async fn forward(
                 send(SessionUpdate::AgentThoughtChunk(updates::text_chunk(&text)));
             }
             AgentEvent::ToolStart { id, name, summary } => {
-                if matches!(updates::tool_kind(&name), ToolKind::Execute) {
-                    last_terminal = Some(id.clone());
+                if matches!(updates::tool_kind(&name), ToolKind::Execute | ToolKind::Edit) {
+                    last_asking = Some(id.clone());
                 }
                 send(updates::tool_started(&id, &name, &summary, &cwd));
             }
@@ -154,7 +154,7 @@ async fn forward(
                 let ask = ask_permission(
                     cx.clone(),
                     session_id.clone(),
-                    last_terminal.clone(),
+                    last_asking.clone(),
                     request,
                     cancel.clone(),
                 );
@@ -181,15 +181,21 @@ async fn ask_permission(
     request: ApprovalRequest,
     cancel: CancellationToken,
 ) -> ApprovalChoice {
-    let mut title = format!("Run `{}`", request.command);
-    if !request.reasons.is_empty() {
-        title.push_str(&format!(" ({})", request.reasons.join("; ")));
-    }
+    let edit = request.reasons.iter().any(|r| r == EDIT_REASON);
+    let (title, kind) = if edit {
+        (format!("Edit: {}", request.command), ToolKind::Edit)
+    } else {
+        let mut title = format!("Run `{}`", request.command);
+        if !request.reasons.is_empty() {
+            title.push_str(&format!(" ({})", request.reasons.join("; ")));
+        }
+        (title, ToolKind::Execute)
+    };
     let call = ToolCallUpdate::new(
         call_id.unwrap_or_else(|| format!("approval-{}", rand::random::<u32>())),
         ToolCallUpdateFields::new()
             .title(title)
-            .kind(ToolKind::Execute)
+            .kind(kind)
             .status(ToolCallStatus::Pending)
             .raw_input(serde_json::json!({"command": request.command})),
     );

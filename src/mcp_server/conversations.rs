@@ -55,7 +55,7 @@ fn iso(ts: f64) -> String {
 
 /// `agent:main:<platform>:<chat_type>:<chat_id>[:…]` → `(platform, chat_type, chat_id)`.
 fn key_parts(key: &str) -> Option<(&str, &str, &str)> {
-    let mut parts = key.splitn(6, ':');
+    let mut parts = key.splitn(5, ':');
     let (Some("agent"), Some(_ns), Some(platform), Some(chat_type), Some(chat_id)) = (
         parts.next(),
         parts.next(),
