@@ -131,7 +131,10 @@ async fn forward(
                 send(SessionUpdate::AgentThoughtChunk(updates::text_chunk(&text)));
             }
             AgentEvent::ToolStart { id, name, summary } => {
-                if matches!(updates::tool_kind(&name), ToolKind::Execute | ToolKind::Edit) {
+                if matches!(
+                    updates::tool_kind(&name),
+                    ToolKind::Execute | ToolKind::Edit
+                ) {
                     last_asking = Some(id.clone());
                 }
                 send(updates::tool_started(&id, &name, &summary, &cwd));

@@ -163,6 +163,11 @@ pub enum Command {
     },
     /// Serve the Agent Client Protocol on stdio for an editor (Zed: `agent_servers`).
     Acp,
+    /// MCP servers: list, add, remove, test them; `serve` offers hermes to MCP clients.
+    Mcp {
+        #[command(subcommand)]
+        action: crate::cli::mcp_cmd::McpCommand,
+    },
     /// Send one message to a chat, e.g. `hermes send telegram:123456 "done"`.
     Send {
         /// PLATFORM:CHAT_ID

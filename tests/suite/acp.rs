@@ -472,7 +472,11 @@ fn file_edits_are_asked_and_a_rejected_edit_is_not_written() {
     let env = TestEnv::new();
     let existing = env.write("src/lib.rs", "fn main() {}\n");
     let mock = MockLlm::with_script([
-        Reply::tool_call("w1", "write_file", json!({"path": "new.txt", "content": "hello\n"})),
+        Reply::tool_call(
+            "w1",
+            "write_file",
+            json!({"path": "new.txt", "content": "hello\n"}),
+        ),
         Reply::tool_call(
             "p1",
             "patch",
@@ -493,7 +497,11 @@ fn file_edits_are_asked_and_a_rejected_edit_is_not_written() {
             assert_eq!(req["method"], "session/request_permission", "{req}");
             asked.push(req["params"].clone());
             // Reject the new file, allow the patch.
-            let answer = if asked.len() == 1 { "reject" } else { "allow_once" };
+            let answer = if asked.len() == 1 {
+                "reject"
+            } else {
+                "allow_once"
+            };
             ed.send(json!({"jsonrpc": "2.0", "id": req["id"],
                 "result": {"outcome": {"outcome": "selected", "optionId": answer}}}));
         },
@@ -503,11 +511,20 @@ fn file_edits_are_asked_and_a_rejected_edit_is_not_written() {
     assert_eq!(asked[0]["toolCall"]["toolCallId"], "w1");
     assert_eq!(asked[0]["toolCall"]["kind"], "edit");
     assert!(
-        asked[0]["toolCall"]["title"].as_str().unwrap().contains("new.txt"),
+        asked[0]["toolCall"]["title"]
+            .as_str()
+            .unwrap()
+            .contains("new.txt"),
         "{asked:#?}"
     );
-    assert!(!env.cwd.path().join("new.txt").exists(), "a rejected edit was written");
-    assert_eq!(std::fs::read_to_string(&existing).unwrap(), "fn start() {}\n");
+    assert!(
+        !env.cwd.path().join("new.txt").exists(),
+        "a rejected edit was written"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&existing).unwrap(),
+        "fn start() {}\n"
+    );
     let rejected = mock.requests()[1].to_string();
     assert!(rejected.contains("rejected this edit"), "{rejected}");
     editor.finish();

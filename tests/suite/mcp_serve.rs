@@ -40,9 +40,14 @@ fn seed(env: &TestEnv) -> SessionStore {
         .append_message("tg1", &Message::user("is the zeppelin deployment done?"))
         .unwrap();
     store
-        .append_message("tg1", &Message::assistant(Some("Yes, it finished at noon.".into()), vec![]))
+        .append_message(
+            "tg1",
+            &Message::assistant(Some("Yes, it finished at noon.".into()), vec![]),
+        )
         .unwrap();
-    store.gateway_set_route("agent:main:telegram:dm:42", "tg1").unwrap();
+    store
+        .gateway_set_route("agent:main:telegram:dm:42", "tg1")
+        .unwrap();
     session(&store, "cli1", "cli", None);
     store
         .append_message("cli1", &Message::user("list the files"))
@@ -59,14 +64,20 @@ fn seed(env: &TestEnv) -> SessionStore {
         .append_message("cli1", &Message::tool_result(&call, "a.txt"))
         .unwrap();
     store
-        .append_message("cli1", &Message::assistant(Some("One file: a.txt".into()), vec![]))
+        .append_message(
+            "cli1",
+            &Message::assistant(Some("One file: a.txt".into()), vec![]),
+        )
         .unwrap();
     store
 }
 
 fn text_of(result: &rmcp::model::CallToolResult) -> (Value, bool) {
     let v = serde_json::to_value(result).unwrap();
-    let text = v["content"][0]["text"].as_str().unwrap_or_default().to_string();
+    let text = v["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     let parsed = serde_json::from_str(&text).unwrap_or(Value::String(text));
     (parsed, result.is_error == Some(true))
 }
@@ -122,10 +133,16 @@ async fn an_mcp_client_lists_reads_searches_and_follows_conversations_over_stdio
         "messages_send",
         "channels_list",
     ] {
-        assert!(tools.contains(&name.to_string()), "{name} missing from {tools:?}");
+        assert!(
+            tools.contains(&name.to_string()),
+            "{name} missing from {tools:?}"
+        );
     }
     // Approvals cannot be reached from another process: not offered rather than faked.
-    assert!(!tools.iter().any(|t| t.starts_with("permissions_")), "{tools:?}");
+    assert!(
+        !tools.iter().any(|t| t.starts_with("permissions_")),
+        "{tools:?}"
+    );
 
     let (list, _) = call(&client, "conversations_list", json!({})).await;
     assert_eq!(list["count"], 2, "{list}");
@@ -169,21 +186,46 @@ async fn an_mcp_client_lists_reads_searches_and_follows_conversations_over_stdio
     .await;
     assert_eq!(last_one["count"], 1);
     assert_eq!(last_one["total_in_session"], 2);
-    assert_eq!(last_one["messages"][0]["content"], "Yes, it finished at noon.");
+    assert_eq!(
+        last_one["messages"][0]["content"],
+        "Yes, it finished at noon."
+    );
 
     let (missing, is_error) = call(&client, "messages_read", json!({"session_key": "nope"})).await;
     assert!(is_error, "{missing}");
-    assert!(missing.as_str().unwrap().contains("Conversation not found"), "{missing}");
+    assert!(
+        missing.as_str().unwrap().contains("Conversation not found"),
+        "{missing}"
+    );
 
-    let (found, _) = call(&client, "conversations_search", json!({"query": "zeppelin"})).await;
+    let (found, _) = call(
+        &client,
+        "conversations_search",
+        json!({"query": "zeppelin"}),
+    )
+    .await;
     assert_eq!(found["count"], 1, "{found}");
     assert_eq!(found["results"][0]["session_id"], "tg1");
-    assert!(found["results"][0]["snippet"].as_str().unwrap().contains("zeppelin"));
-    let (hostile, is_error) =
-        call(&client, "conversations_search", json!({"query": "\"unbalanced AND ( NOT"})).await;
+    assert!(
+        found["results"][0]["snippet"]
+            .as_str()
+            .unwrap()
+            .contains("zeppelin")
+    );
+    let (hostile, is_error) = call(
+        &client,
+        "conversations_search",
+        json!({"query": "\"unbalanced AND ( NOT"}),
+    )
+    .await;
     assert!(!is_error, "FTS5 syntax is never an error: {hostile}");
 
-    let (feed, _) = call(&client, "events_poll", json!({"after_cursor": 0, "limit": 2})).await;
+    let (feed, _) = call(
+        &client,
+        "events_poll",
+        json!({"after_cursor": 0, "limit": 2}),
+    )
+    .await;
     let events = feed["events"].as_array().unwrap();
     assert_eq!(events.len(), 2, "{feed}");
     assert_eq!(events[0]["type"], "message");
@@ -218,7 +260,10 @@ async fn an_mcp_client_lists_reads_searches_and_follows_conversations_over_stdio
     assert_eq!(woke["event"]["session_id"], "tg1");
 
     let (channels, _) = call(&client, "channels_list", json!({})).await;
-    assert_eq!(channels["channels"][0]["target"], "telegram:42", "{channels}");
+    assert_eq!(
+        channels["channels"][0]["target"], "telegram:42",
+        "{channels}"
+    );
     assert_eq!(channels["channels"][0]["can_send"], false);
     let (sent, is_error) = call(
         &client,
@@ -227,7 +272,10 @@ async fn an_mcp_client_lists_reads_searches_and_follows_conversations_over_stdio
     )
     .await;
     assert!(is_error, "{sent}");
-    assert!(sent.as_str().unwrap().contains("TELEGRAM_BOT_TOKEN"), "{sent}");
+    assert!(
+        sent.as_str().unwrap().contains("TELEGRAM_BOT_TOKEN"),
+        "{sent}"
+    );
 
     client.cancel().await.unwrap();
 }
@@ -262,6 +310,7 @@ async fn streamable_http_needs_the_bearer_key_when_one_is_set() {
     use rmcp::transport::StreamableHttpClientTransport;
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let env = TestEnv::new();
     seed(&env);
     let (mut child, url) = start_http(&env, Some(KEY));
@@ -288,7 +337,12 @@ async fn streamable_http_needs_the_bearer_key_when_one_is_set() {
     let client = ClientConfig::default().serve(transport).await.unwrap();
     let (list, _) = call(&client, "conversations_list", json!({})).await;
     assert_eq!(list["count"], 2, "{list}");
-    let (found, _) = call(&client, "conversations_search", json!({"query": "zeppelin"})).await;
+    let (found, _) = call(
+        &client,
+        "conversations_search",
+        json!({"query": "zeppelin"}),
+    )
+    .await;
     assert_eq!(found["results"][0]["session_id"], "tg1", "{found}");
     client.cancel().await.unwrap();
     let _ = child.kill();
@@ -296,10 +350,16 @@ async fn streamable_http_needs_the_bearer_key_when_one_is_set() {
 
     // Without a key a loopback server answers anyone local; a browser origin is refused.
     let (mut child, url) = start_http(&env, None);
-    let transport =
-        StreamableHttpClientTransport::from_config(StreamableHttpClientTransportConfig::with_uri(url.clone()));
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url.clone()),
+    );
     let client = ClientConfig::default().serve(transport).await.unwrap();
-    let (list, _) = call(&client, "conversations_list", json!({"platform": "telegram"})).await;
+    let (list, _) = call(
+        &client,
+        "conversations_list",
+        json!({"platform": "telegram"}),
+    )
+    .await;
     assert_eq!(list["count"], 1, "{list}");
     client.cancel().await.unwrap();
     let from_page = http
@@ -310,7 +370,11 @@ async fn streamable_http_needs_the_bearer_key_when_one_is_set() {
         .send()
         .await
         .unwrap();
-    assert!(from_page.status().is_client_error(), "{}", from_page.status());
+    assert!(
+        from_page.status().is_client_error(),
+        "{}",
+        from_page.status()
+    );
     let _ = child.kill();
     let _ = child.wait();
 }
@@ -325,7 +389,10 @@ fn a_non_loopback_address_without_a_key_is_refused() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
-    assert!(err.contains("MCP_SERVER_KEY") && err.contains("0.0.0.0"), "{err}");
+    assert!(
+        err.contains("MCP_SERVER_KEY") && err.contains("0.0.0.0"),
+        "{err}"
+    );
 
     let out = env
         .bare_cmd()

@@ -32,6 +32,8 @@ pub mod gateway_telegram;
 pub mod guards_e2e;
 pub mod llm_client;
 pub mod loop_guard;
+pub mod mcp_cli;
+pub mod mcp_serve;
 pub mod memory_e2e;
 pub mod model_limits;
 pub mod patch_e2e;

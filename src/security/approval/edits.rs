@@ -16,7 +16,12 @@ const EDIT_KEY: &str = "file_edit";
 
 impl ApprovalGate {
     /// Whether `tool` may change `path` now, asking `prompt` where the run mode asks about edits.
-    pub async fn check_edit(&self, tool: &str, path: &Path, prompt: &dyn ApprovalPrompt) -> Verdict {
+    pub async fn check_edit(
+        &self,
+        tool: &str,
+        path: &Path,
+        prompt: &dyn ApprovalPrompt,
+    ) -> Verdict {
         if self.run_mode(prompt) != RunMode::Acp || self.yolo() {
             return Verdict::Allowed;
         }

@@ -7,7 +7,7 @@ use rusqlite::params;
 use super::{HIDDEN_SOURCES, SessionStore, StoreError, StoredMessage, rows};
 
 impl SessionStore {
-    /// Live user and assistant messages with an id above `after` (oldest first, at most
+    /// Live user and assistant messages with text (not tool-call-only turns) and an id above `after` (oldest first, at most
     /// `limit`), from visible sessions or only from `session_id`.
     pub fn messages_after(
         &self,
@@ -25,6 +25,7 @@ impl SessionStore {
             let mut stmt = c.prepare(&format!(
                 "SELECT {} FROM messages
                  WHERE id > ?1 AND active = 1 AND role IN ('user', 'assistant')
+                   AND COALESCE(content, '') <> ''
                    AND (?2 IS NULL OR session_id = ?2)
                    AND session_id IN (SELECT id FROM sessions WHERE source NOT IN ({hidden}))
                  ORDER BY id LIMIT ?3",
