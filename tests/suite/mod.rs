@@ -38,6 +38,8 @@ pub mod memory_e2e;
 pub mod model_limits;
 pub mod patch_e2e;
 pub mod sandbox;
+pub mod seams_adapter_rules;
+pub mod seams_memory;
 pub mod seams_mocks;
 pub mod seams_platforms;
 pub mod seams_providers;
