@@ -168,6 +168,8 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::cli::profile_cmd::ProfileCommand,
     },
+    /// Serve the Agent Client Protocol on stdio for an editor (Zed: `agent_servers`).
+    Acp,
     /// MCP servers: list, add, remove, test them; `serve` offers hermes to MCP clients.
     Mcp {
         #[command(subcommand)]
