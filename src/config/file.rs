@@ -95,6 +95,9 @@ pub struct ConfigFile {
     pub api_server: providers::ApiServerApprovals,
     #[serde(deserialize_with = "or_default")]
     pub platforms: providers::Platforms,
+    /// Boundary keys the user chose although they equal Python Hermes's default (ours;
+    /// `python_defaults.rs`).
+    pub hermes_explicit: Option<Vec<String>>,
     /// Python Hermes' schema version; kept, not interpreted.
     #[serde(rename = "_config_version")]
     pub config_version: Option<Value>,

@@ -32,6 +32,7 @@ pub mod guards_e2e;
 pub mod llm_client;
 pub mod loop_guard;
 pub mod memory_e2e;
+pub mod model_cmd;
 pub mod model_limits;
 pub mod patch_e2e;
 pub mod sandbox;
