@@ -376,18 +376,24 @@ impl ProtectedPaths {
         self.check_write_in(None, path, shown)
     }
 
-    /// `check_write` for a tool that is the door to the directory `door` (skill_manage is the
-    /// door to a skill's directory): the rules covering `door` itself are that tool's business
-    /// and are skipped; every rule about something inside it still holds.
+    /// `check_write` for a tool that is the door to the directory `door` for the rules of the
+    /// kinds `owns` (skill_manage is the door to a skill's directory for `Skills` and the
+    /// `HermesHome` catch-all): those rules, where they cover the (resolved) door, are that
+    /// tool's business and are skipped; every other rule still holds — a skill directory that is
+    /// a symlink into `~/.ssh` is still refused.
     pub fn check_write_in(
         &self,
-        door: Option<&Path>,
+        door: Option<(&Path, &[Kind])>,
         path: &Path,
         shown: &str,
     ) -> Result<PathBuf, Refusal> {
         let resolved = resolve_checked(path, shown)?;
-        let door = door.map(resolve_lenient);
-        let applies = |r: &&Rule| r.write && door.as_ref().is_none_or(|d| !r.covers(d));
+        let door = door.map(|(dir, owns)| (resolve_lenient(dir), owns));
+        let waived = |r: &Rule| {
+            door.as_ref()
+                .is_some_and(|(dir, owns)| owns.contains(&r.kind) && r.covers(dir))
+        };
+        let applies = |r: &&Rule| r.write && !waived(r);
         for candidate in [path, resolved.as_path()] {
             if let Some(rule) = self
                 .rules

@@ -10,12 +10,16 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::security::protected::ProtectedPaths;
+use crate::security::protected::{Kind, ProtectedPaths};
 use crate::skills::guard::{self, Category, Verdict};
 use crate::skills::skill::{self, MAX_SKILL_CONTENT_CHARS};
 use crate::skills::store::{SUPPORT_DIRS, SkillInfo, SkillStore};
 use crate::skills::usage::{self, Origin};
 use crate::tools::file_path::{self, Access, PathRefusal, Place};
+
+/// skill_manage is the door to skills: the protected-path rules it answers for (`Skills`, and
+/// the `HermesHome` catch-all that also covers them); every other rule applies to it too.
+const SKILL_DOOR: &[Kind] = &[Kind::Skills, Kind::HermesHome];
 
 /// Largest supporting file (bytes).
 pub const MAX_SKILL_FILE_BYTES: usize = 1_048_576;
@@ -185,7 +189,7 @@ fn create(store: &SkillStore, req: &ManageRequest, caller: &Caller) -> Result<Va
     let skill_md = format!("{rel}/SKILL.md");
     let checked = file_path::resolve_in(
         &caller.protected,
-        Place::Door(&root),
+        Place::Door(&root, SKILL_DOOR),
         &skill_md,
         Access::Write,
     )
@@ -379,7 +383,7 @@ fn door_path(
     protected: &ProtectedPaths,
     access: Access,
 ) -> Result<PathBuf, ManageError> {
-    file_path::resolve_in(protected, Place::Door(&found.dir), rel, access)
+    file_path::resolve_in(protected, Place::Door(&found.dir, SKILL_DOOR), rel, access)
         .map(|checked| checked.resolved)
         .map_err(|e| Refused(format!("file_path refused: {e}")))
 }

@@ -8,8 +8,8 @@
 //! 3. resolves symlinks of the nearest existing ancestor and `..`; inside a directory the result
 //!    must still be under it (a symlink pointing out is refused);
 //! 4. refuses protected paths (`security::protected`: control files, credentials, secrets files)
-//!    whatever `--yolo` says — inside a directory whose door the caller is (`skill_manage`), the
-//!    rules about that directory itself are the caller's, the rest still hold;
+//!    whatever `--yolo` says — inside a directory whose door the caller is (`skill_manage` for
+//!    skills), the rules of the kinds it owns are the caller's, every other rule still holds;
 //! 5. checks what the access needs: an existing regular file to read or edit (a missing one
 //!    gets "did you mean", a directory gets a listing, a device or pipe is refused), a file
 //!    path (not a directory, under a directory) to write, an existing file or directory to
@@ -23,7 +23,7 @@ use std::fs::{File, Metadata};
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
-use crate::security::protected::ProtectedPaths;
+use crate::security::protected::{Kind, ProtectedPaths};
 use crate::tools::file_common::{self, BINARY_SNIFF_BYTES};
 use crate::tools::registry::{ToolContext, ToolError, expand_tilde};
 use crate::util::real_path;
@@ -48,9 +48,10 @@ pub enum Place<'a> {
     Anywhere { cwd: &'a Path },
     /// Only inside this directory (relative, no `..`, symlinks resolved and still inside).
     Within(&'a Path),
-    /// Inside this directory, for the tool that is its door (`skill_manage` for a skill): the
-    /// protected rules covering the directory itself do not apply, the rest do.
-    Door(&'a Path),
+    /// Inside this directory, for the tool that is its door for the rules of these kinds
+    /// (`skill_manage`: `Skills` and the `HermesHome` catch-all): those rules do not apply
+    /// where they cover the directory, every other rule does.
+    Door(&'a Path, &'a [Kind]),
 }
 
 /// Why the policy refused a path; every message says what to do instead.
@@ -126,7 +127,7 @@ pub fn check(
     let (joined, door) = match place {
         Place::Anywhere { cwd } => (cwd.join(expand_tilde(given)), None),
         Place::Within(base) => (within(base, given)?, None),
-        Place::Door(base) => (within(base, given)?, Some(base)),
+        Place::Door(base, owns) => (within(base, given)?, Some((base, owns))),
     };
     let checked = match access {
         Access::Read | Access::Search => protected.check_read(&joined, given),

@@ -206,3 +206,32 @@ async fn skill_files_go_through_the_one_path_policy() {
         "more"
     );
 }
+
+#[tokio::test]
+async fn a_skill_dir_that_is_a_symlink_into_a_protected_place_is_not_written() {
+    // skill_manage answers for the skills rules only: a skill directory that leads into a
+    // place protected for another reason (here `security.protected_paths`) stays refused.
+    let env = test_support::env_with(|c| {
+        let guarded = c.home.root().parent().unwrap().join("guarded");
+        c.security.protected_paths = vec![guarded];
+    });
+    let real = env.dir.path().join("guarded/evil");
+    std::fs::create_dir_all(&real).unwrap();
+    std::fs::write(
+        real.join("SKILL.md"),
+        "---\nname: evil\ndescription: d\n---\nbody\n",
+    )
+    .unwrap();
+    let skills = env.ctx.config.home.skills_dir();
+    std::fs::create_dir_all(&skills).unwrap();
+    std::os::unix::fs::symlink(&real, skills.join("evil")).unwrap();
+    let err = env
+        .err(
+            "skill_manage",
+            json!({"action": "write_file", "name": "evil", "file_path": "references/x.md",
+                   "file_content": "x"}),
+        )
+        .await;
+    assert!(err.contains("refused"), "{err}");
+    assert!(!real.join("references/x.md").exists());
+}
