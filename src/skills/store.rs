@@ -57,8 +57,9 @@ pub struct SkillInfo {
     pub dir: PathBuf,
     /// True for skills from `skills.external_dirs` (read-only for hermes).
     pub external: bool,
-    /// The parsed frontmatter. The store does not keep bodies (`doc.body` is empty here):
-    /// `content()` reads the file.
+    /// What the store keeps of the frontmatter: name, description, platforms and the
+    /// conditional-display fields (`store_cache::summary_only`); `doc.body` is empty.
+    /// `frontmatter()` reads the whole frontmatter, `content()` the whole file.
     pub doc: Arc<SkillDoc>,
 }
 
@@ -428,10 +429,12 @@ fn category_description(dir: &Path) -> Option<String> {
 impl SkillStore {
     fn parse_cached(&self, path: &Path, meta: &std::fs::Metadata) -> Result<Arc<SkillDoc>, String> {
         self.cache.get_or_parse(path, meta, || {
-            let parsed = read_and_parse(path, meta.len()).map(|mut doc| {
-                // Bodies are read from disk when needed; the cache keeps frontmatter only.
-                doc.body = String::new();
-                Arc::new(doc)
+            let parsed = read_and_parse(path, meta.len()).map(|doc| {
+                // Bodies and the rest of the frontmatter are read from disk when needed.
+                Arc::new(SkillDoc {
+                    frontmatter: store_cache::summary_only(&doc.frontmatter),
+                    body: String::new(),
+                })
             });
             if let Err(error) = &parsed {
                 // Logged when first read (or changed), not on every scan.
@@ -462,6 +465,16 @@ impl SkillInfo {
     /// The full SKILL.md text as on disk.
     pub fn content(&self) -> std::io::Result<String> {
         std::fs::read_to_string(self.skill_md())
+    }
+
+    /// The whole frontmatter, read from SKILL.md now (the store keeps a summary); the summary
+    /// when the file cannot be read or parsed any more.
+    pub fn frontmatter(&self) -> skill::Frontmatter {
+        self.content()
+            .ok()
+            .and_then(|text| skill::parse_lenient(&text).ok())
+            .map(|doc| doc.frontmatter)
+            .unwrap_or_else(|| self.doc.frontmatter.clone())
     }
 
     /// Files under the supporting directories, grouped by directory (relative paths).
@@ -507,7 +520,13 @@ impl SkillInfo {
 
     /// Required environment variables, commands and credential files that are missing.
     pub fn readiness(&self, env: &EnvVars) -> Readiness {
-        let fm = &self.doc.frontmatter;
+        Readiness::of(&self.frontmatter(), env)
+    }
+}
+
+impl Readiness {
+    /// What `fm` requires that is missing.
+    pub fn of(fm: &skill::Frontmatter, env: &EnvVars) -> Readiness {
         Readiness {
             missing_env: fm
                 .required_env
@@ -529,7 +548,9 @@ impl SkillInfo {
                 .collect(),
         }
     }
+}
 
+impl SkillInfo {
     /// Conditional display: hidden when a `fallback_for_*` tool/toolset is available or a
     /// `requires_*` one is not.
     pub fn shown_with(

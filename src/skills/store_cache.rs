@@ -1,7 +1,10 @@
 //! The store's parse cache: parsed SKILL.md frontmatter by path, reused while the file's size
 //! and mtime are unchanged — in memory for the life of a `SkillStore` (and its clones), and, for
 //! the home store, on disk in `skills/.hub/store-index.json` so that a new process does not
-//! re-parse every SKILL.md before its first model request.
+//! re-parse every SKILL.md before its first model request. The file keeps only what a scan
+//! reads (`Summary`: name, description, platforms, conditional display), so it stays small and
+//! quick to decode (a new process reads all of it); a parse from the file therefore carries
+//! only those fields, and `SkillInfo::frontmatter` reads the rest from SKILL.md.
 //!
 //! Why `.hub/`: Python Hermes never looks for skills under `.hub` (it is in its excluded
 //! directories) and keeps its own hub files there under other names, so the file is invisible
@@ -28,7 +31,7 @@ use crate::skills::skill::{Frontmatter, SkillDoc};
 /// The persistent index, relative to the skills directory.
 pub const INDEX_FILE: &str = ".hub/store-index.json";
 /// Bumped when the entry layout changes.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 /// A file changed this recently before its parse may change again unseen in the same tick.
 const RACY_SECS: u64 = 2;
 
@@ -59,9 +62,63 @@ struct DiskEntry {
     len: u64,
     mtime_ns: u128,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    frontmatter: Option<Frontmatter>,
+    summary: Option<Summary>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+}
+
+/// What the store's scan reads from a frontmatter: the list and the prompt index (name,
+/// description), the platform filter and conditional display. The rest (tags, requirements,
+/// metadata) is read from the file by whoever needs it (`SkillInfo::frontmatter`).
+#[derive(Serialize, Deserialize, Default)]
+#[serde(default)]
+struct Summary {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    platforms: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    requires_toolsets: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    fallback_for_toolsets: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    requires_tools: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    fallback_for_tools: Vec<String>,
+}
+
+/// `fm` reduced to what the store keeps (the same whether parsed now or read from the file).
+pub fn summary_only(fm: &Frontmatter) -> Frontmatter {
+    Summary::of(fm).into_frontmatter()
+}
+
+impl Summary {
+    fn of(fm: &Frontmatter) -> Summary {
+        Summary {
+            name: fm.name.clone(),
+            description: fm.description.clone(),
+            platforms: fm.platforms.clone(),
+            requires_toolsets: fm.requires_toolsets.clone(),
+            fallback_for_toolsets: fm.fallback_for_toolsets.clone(),
+            requires_tools: fm.requires_tools.clone(),
+            fallback_for_tools: fm.fallback_for_tools.clone(),
+        }
+    }
+
+    fn into_frontmatter(self) -> Frontmatter {
+        Frontmatter {
+            name: self.name,
+            description: self.description,
+            platforms: self.platforms,
+            requires_toolsets: self.requires_toolsets,
+            fallback_for_toolsets: self.fallback_for_toolsets,
+            requires_tools: self.requires_tools,
+            fallback_for_tools: self.fallback_for_tools,
+            ..Frontmatter::default()
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -212,9 +269,9 @@ impl Inner {
             return;
         }
         for e in disk.entries {
-            let parsed = match (e.frontmatter, e.error) {
-                (Some(frontmatter), None) => Ok(Arc::new(SkillDoc {
-                    frontmatter,
+            let parsed = match (e.summary, e.error) {
+                (Some(summary), None) => Ok(Arc::new(SkillDoc {
+                    frontmatter: summary.into_frontmatter(),
                     body: String::new(),
                 })),
                 (None, Some(error)) => Err(error),
@@ -245,7 +302,7 @@ impl Inner {
                     path: path.clone(),
                     len: e.len,
                     mtime_ns: e.mtime_ns?,
-                    frontmatter: e.parsed.as_ref().ok().map(|d| d.frontmatter.clone()),
+                    summary: e.parsed.as_ref().ok().map(|d| Summary::of(&d.frontmatter)),
                     error: e.parsed.as_ref().err().cloned(),
                 })
             })
