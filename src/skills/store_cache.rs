@@ -54,6 +54,34 @@ struct OnDisk {
     format: u32,
     hermes: String,
     entries: Vec<DiskEntry>,
+    #[serde(default)]
+    dirs: Vec<DiskDir>,
+}
+
+/// A directory's subdirectories (and symlinks, which may point at one) at one mtime.
+#[derive(Serialize, Deserialize)]
+struct DiskDir {
+    path: PathBuf,
+    mtime_ns: u128,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    subdirs: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    links: Vec<String>,
+}
+
+/// The entries of a directory a scan descends into: subdirectory names and symlink names
+/// (a symlink is checked each time: its target can change without the directory changing).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DirListing {
+    pub subdirs: Vec<String>,
+    pub links: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+struct DirEntry {
+    mtime_ns: Option<u128>,
+    settled: bool,
+    listing: Arc<DirListing>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -124,6 +152,9 @@ impl Summary {
 #[derive(Debug, Default)]
 struct Inner {
     entries: HashMap<PathBuf, Entry>,
+    /// Directory listings by path, reused while the directory's mtime is unchanged (adding,
+    /// removing or renaming an entry changes it), so an unchanged tree is not read again.
+    dirs: HashMap<PathBuf, DirEntry>,
     /// The persistent file, for the home store; `None` keeps the cache in memory only.
     file: Option<PathBuf>,
     /// The file has been read (once per cache).
@@ -208,14 +239,50 @@ impl ParseCache {
         parsed
     }
 
-    /// After a full scan: forgets what the scan did not see and writes the file if anything
-    /// changed. A write failure is logged (the next process parses again), never an error.
-    pub fn finish_scan(&self, seen: &HashSet<PathBuf>) {
+    /// The cached listing of `dir` (whose own metadata, not following a symlink, is `meta`)
+    /// when its mtime still matches.
+    pub fn cached_dir(&self, dir: &Path, meta: &std::fs::Metadata) -> Option<Arc<DirListing>> {
+        let mtime = mtime_ns(meta);
+        let mut inner = self.lock();
+        inner.load_once();
+        inner
+            .dirs
+            .get(dir)
+            .filter(|hit| hit.settled && hit.mtime_ns == mtime)
+            .map(|hit| hit.listing.clone())
+    }
+
+    /// Records the listing of `dir` just read (names must be UTF-8: the file is JSON).
+    pub fn remember_dir(&self, dir: &Path, meta: &std::fs::Metadata, listing: DirListing) {
+        let mtime = mtime_ns(meta);
+        let settled = settled(mtime, SystemTime::now());
+        let mut inner = self.lock();
+        let unchanged = inner.dirs.get(dir).is_some_and(|old| {
+            old.mtime_ns == mtime && old.settled == settled && *old.listing == listing
+        });
+        if !unchanged {
+            inner.dirty = true;
+        }
+        inner.dirs.insert(
+            dir.to_path_buf(),
+            DirEntry {
+                mtime_ns: mtime,
+                settled,
+                listing: Arc::new(listing),
+            },
+        );
+    }
+
+    /// After a full scan: forgets the files and directories the scan did not see and writes
+    /// the file if anything changed. A write failure is logged (the next process parses
+    /// again), never an error.
+    pub fn finish_scan(&self, seen: &HashSet<PathBuf>, seen_dirs: &HashSet<PathBuf>) {
         let (file, bytes) = {
             let mut inner = self.lock();
-            let before = inner.entries.len();
+            let before = inner.entries.len() + inner.dirs.len();
             inner.entries.retain(|p, _| seen.contains(p));
-            if inner.entries.len() != before {
+            inner.dirs.retain(|p, _| seen_dirs.contains(p));
+            if inner.entries.len() + inner.dirs.len() != before {
                 inner.dirty = true;
             }
             let Some(file) = inner.file.clone() else {
@@ -268,6 +335,19 @@ impl Inner {
             self.dirty = true;
             return;
         }
+        for d in disk.dirs {
+            self.dirs.insert(
+                d.path,
+                DirEntry {
+                    mtime_ns: Some(d.mtime_ns),
+                    settled: true,
+                    listing: Arc::new(DirListing {
+                        subdirs: d.subdirs,
+                        links: d.links,
+                    }),
+                },
+            );
+        }
         for e in disk.entries {
             let parsed = match (e.summary, e.error) {
                 (Some(summary), None) => Ok(Arc::new(SkillDoc {
@@ -308,10 +388,25 @@ impl Inner {
             })
             .collect();
         entries.sort_by(|a, b| a.path.cmp(&b.path));
+        let mut dirs: Vec<DiskDir> = self
+            .dirs
+            .iter()
+            .filter(|(path, d)| d.settled && path.to_str().is_some())
+            .filter_map(|(path, d)| {
+                Some(DiskDir {
+                    path: path.clone(),
+                    mtime_ns: d.mtime_ns?,
+                    subdirs: d.listing.subdirs.clone(),
+                    links: d.listing.links.clone(),
+                })
+            })
+            .collect();
+        dirs.sort_by(|a, b| a.path.cmp(&b.path));
         let disk = OnDisk {
             format: FORMAT,
             hermes: env!("CARGO_PKG_VERSION").to_string(),
             entries,
+            dirs,
         };
         serde_json::to_vec(&disk)
             .map_err(|e| tracing::warn!(error = %e, "cannot encode the skill index cache"))
