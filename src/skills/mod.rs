@@ -19,6 +19,7 @@ pub mod manage;
 pub mod probation;
 pub mod similar;
 pub mod skill;
+pub mod skill_info;
 pub mod store;
 pub mod store_cache;
 pub mod usage;

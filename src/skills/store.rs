@@ -16,8 +16,10 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::config::{Config, EnvVars};
+use crate::config::Config;
+
 use crate::skills::skill::{self, SkillDoc};
+pub use crate::skills::skill_info::Readiness;
 use crate::skills::store_cache::{self, ParseCache};
 
 /// Directories never searched for skills.
@@ -40,11 +42,9 @@ const EXCLUDED_DIRS: &[&str] = &[
 /// A skill's supporting directories (never searched for nested skills).
 pub const SUPPORT_DIRS: &[&str] = &["references", "templates", "scripts", "assets"];
 /// Also listed as linked files (hub skills use it), but skill_manage never writes there.
-const EXTRA_LINKED_DIRS: &[&str] = &["examples"];
+pub(super) const EXTRA_LINKED_DIRS: &[&str] = &["examples"];
 /// How deep below a root a SKILL.md may be (root/category/skill/SKILL.md is depth 3).
 const MAX_DEPTH: usize = 6;
-/// Linked files listed per skill at most (a runaway `assets/` must not flood the model).
-const MAX_LINKED_FILES: usize = 500;
 
 /// One usable skill.
 #[derive(Debug, Clone)]
@@ -57,8 +57,9 @@ pub struct SkillInfo {
     pub dir: PathBuf,
     /// True for skills from `skills.external_dirs` (read-only for hermes).
     pub external: bool,
-    /// The parsed frontmatter. The store does not keep bodies (`doc.body` is empty here):
-    /// `content()` reads the file.
+    /// What the store keeps of the frontmatter: name, description, platforms and the
+    /// conditional-display fields (`store_cache::summary_only`); `doc.body` is empty.
+    /// `frontmatter()` reads the whole frontmatter, `content()` the whole file.
     pub doc: Arc<SkillDoc>,
 }
 
@@ -72,6 +73,14 @@ pub struct InvalidSkill {
     pub error: String,
 }
 
+/// What a scan has met so far across roots: skill names (the first wins), SKILL.md files and
+/// directories (what the cache keeps).
+struct Found<'a> {
+    seen: &'a mut BTreeSet<String>,
+    files: &'a mut HashSet<PathBuf>,
+    dirs: &'a mut HashSet<PathBuf>,
+}
+
 /// The result of a scan.
 #[derive(Debug, Clone, Default)]
 pub struct Scan {
@@ -82,22 +91,6 @@ pub struct Scan {
     pub categories: BTreeMap<String, Option<String>>,
     /// Names hidden by `skills.disabled` or the platform filter.
     pub hidden: Vec<String>,
-}
-
-/// Whether a skill can be used right now.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
-pub struct Readiness {
-    pub missing_env: Vec<String>,
-    pub missing_commands: Vec<String>,
-    pub missing_files: Vec<String>,
-}
-
-impl Readiness {
-    pub fn ready(&self) -> bool {
-        self.missing_env.is_empty()
-            && self.missing_commands.is_empty()
-            && self.missing_files.is_empty()
-    }
 }
 
 /// Where skills are looked up, and which are switched off.
@@ -178,121 +171,68 @@ impl SkillStore {
         let mut scan = Scan::default();
         let mut seen = BTreeSet::new();
         let mut files = HashSet::new();
+        let mut dirs = HashSet::new();
         let roots = std::iter::once((&self.home_root, false))
             .chain(self.external.iter().map(|r| (r, true)));
         for (root, external) in roots {
-            self.scan_root(root, external, &mut seen, &mut files, &mut scan);
+            let mut found = Found {
+                seen: &mut seen,
+                files: &mut files,
+                dirs: &mut dirs,
+            };
+            self.scan_root(root, external, &mut found, &mut scan);
         }
-        self.cache.finish_scan(&files);
+        self.cache.finish_scan(&files, &dirs);
         scan.skills
             .sort_by(|a, b| (&a.category, &a.name).cmp(&(&b.category, &b.name)));
         scan
     }
 
-    fn scan_root(
-        &self,
-        root: &Path,
-        external: bool,
-        seen: &mut BTreeSet<String>,
-        files: &mut HashSet<PathBuf>,
-        scan: &mut Scan,
-    ) {
+    fn scan_root(&self, root: &Path, external: bool, found: &mut Found, scan: &mut Scan) {
         if !root.is_dir() {
             return;
         }
-        // Symlinks are not followed by the walk (following costs a stat per entry); a symlink
-        // to a skill directory still counts as a skill below.
-        let mut walk = walkdir::WalkDir::new(root)
-            .follow_links(false)
-            .max_depth(MAX_DEPTH)
-            .sort_by_file_name()
-            .into_iter();
-        while let Some(entry) = walk.next() {
-            let Ok(entry) = entry else { continue };
-            if entry.depth() == 0 {
-                continue;
-            }
-            let is_dir = entry.file_type().is_dir()
-                || (entry.path_is_symlink()
-                    && std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()));
+        // Depth first, children in file-name order (an earlier skill wins a duplicate name).
+        // Symlinks are not descended into (following costs a stat per entry); a symlink to a
+        // skill directory still counts as a skill below. Unchanged directories are not read
+        // again: their listing comes from the cache (one stat instead of a read).
+        let Ok(root_meta) = std::fs::metadata(root) else {
+            return;
+        };
+        let mut stack: Vec<(PathBuf, usize)> = self
+            .children(root, &root_meta, found.dirs)
+            .into_iter()
+            .rev()
+            .map(|p| (p, 1))
+            .collect();
+        while let Some((path, depth)) = stack.pop() {
+            let own = std::fs::symlink_metadata(&path).ok();
+            let real_dir = own.as_ref().is_some_and(|m| m.is_dir());
+            let is_dir = real_dir || std::fs::metadata(&path).is_ok_and(|m| m.is_dir());
             if !is_dir {
                 continue;
             }
-            let dir_name = entry.file_name().to_string_lossy().into_owned();
+            let dir_name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             // A supporting directory is data only directly inside a skill; elsewhere
             // (`skills/scripts/foo/`) it is an ordinary category, as in Python Hermes.
-            let in_skill = || {
-                entry
-                    .path()
-                    .parent()
-                    .is_some_and(|p| p.join("SKILL.md").exists())
-            };
+            let in_skill = || path.parent().is_some_and(|p| p.join("SKILL.md").exists());
             if EXCLUDED_DIRS.contains(&dir_name.as_str())
                 || ((SUPPORT_DIRS.contains(&dir_name.as_str())
                     || EXTRA_LINKED_DIRS.contains(&dir_name.as_str()))
                     && in_skill())
             {
-                walk.skip_current_dir();
                 continue;
             }
-            let category = category_of(root, entry.path());
-            let skill_md = entry.path().join("SKILL.md");
-            // A SKILL.md that is itself a symlink could point anywhere: not followed.
-            let Ok(meta) = std::fs::symlink_metadata(&skill_md) else {
-                if entry.depth() == 1 && !scan.categories.contains_key(&dir_name) {
-                    scan.categories
-                        .insert(dir_name.clone(), category_description(entry.path()));
-                }
-                continue;
-            };
-            // No skip here: a skill may hold nested skills (its supporting directories are
+            // No skip after a skill: it may hold nested skills (its supporting directories are
             // skipped above).
-            if !meta.is_file() {
-                scan.invalid.push(InvalidSkill {
-                    name: dir_name,
-                    category,
-                    path: skill_md,
-                    error: "SKILL.md is not a regular file (symlinks are not followed)".into(),
-                });
-                continue;
+            if let Some(meta) = own.as_ref().filter(|_| real_dir && depth < MAX_DEPTH) {
+                let children = self.children(&path, meta, found.dirs);
+                stack.extend(children.into_iter().rev().map(|p| (p, depth + 1)));
             }
-            files.insert(skill_md.clone());
-            match self.parse_cached(&skill_md, &meta) {
-                Ok(doc) => {
-                    let name = doc
-                        .frontmatter
-                        .name
-                        .clone()
-                        .unwrap_or_else(|| dir_name.clone());
-                    if !seen.insert(name.clone()) {
-                        tracing::info!(skill = %name, path = %skill_md.display(), "duplicate skill name ignored (an earlier one wins)");
-                        continue;
-                    }
-                    if !self.enabled(&name, &doc) {
-                        scan.hidden.push(name);
-                        continue;
-                    }
-                    if let Some(cat) = &category {
-                        scan.categories.entry(cat.clone()).or_insert(None);
-                    }
-                    scan.skills.push(Arc::new(SkillInfo {
-                        description: doc.frontmatter.description.clone().unwrap_or_default(),
-                        name,
-                        category,
-                        dir: entry.path().to_path_buf(),
-                        external,
-                        doc,
-                    }));
-                }
-                Err(error) => {
-                    scan.invalid.push(InvalidSkill {
-                        name: dir_name,
-                        category,
-                        path: skill_md,
-                        error,
-                    });
-                }
-            }
+            self.visit(root, &path, depth, dir_name, external, found, scan);
         }
         // Categories that only hold invalid or hidden skills are not worth listing.
         let used: BTreeSet<&String> = scan
@@ -301,6 +241,120 @@ impl SkillStore {
             .filter_map(|s| s.category.as_ref())
             .collect();
         scan.categories.retain(|c, _| used.contains(c));
+    }
+
+    /// The subdirectories and symlinks of the real directory `dir`, sorted by name: from the
+    /// cache when the directory's mtime is unchanged, else read (and remembered).
+    fn children(
+        &self,
+        dir: &Path,
+        meta: &std::fs::Metadata,
+        dirs: &mut HashSet<PathBuf>,
+    ) -> Vec<PathBuf> {
+        dirs.insert(dir.to_path_buf());
+        if let Some(listing) = self.cache.cached_dir(dir, meta) {
+            let mut names: Vec<&String> = listing.subdirs.iter().chain(&listing.links).collect();
+            names.sort();
+            return names.into_iter().map(|n| dir.join(n)).collect();
+        }
+        let Ok(read) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        let mut listing = store_cache::DirListing::default();
+        let mut paths = Vec::new();
+        let mut utf8 = true;
+        for entry in read.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if !(kind.is_dir() || kind.is_symlink()) {
+                continue;
+            }
+            match entry.file_name().into_string() {
+                Ok(name) if kind.is_dir() => listing.subdirs.push(name),
+                Ok(name) => listing.links.push(name),
+                Err(_) => utf8 = false,
+            }
+            paths.push(entry.path());
+        }
+        // Names that are not UTF-8 cannot be written to the (JSON) cache: read every time.
+        if utf8 {
+            listing.subdirs.sort();
+            listing.links.sort();
+            self.cache.remember_dir(dir, meta, listing);
+        }
+        paths.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
+        paths
+    }
+
+    /// One directory of the walk: a skill (valid or not), a category, or neither.
+    #[allow(clippy::too_many_arguments)]
+    fn visit(
+        &self,
+        root: &Path,
+        path: &Path,
+        depth: usize,
+        dir_name: String,
+        external: bool,
+        found: &mut Found,
+        scan: &mut Scan,
+    ) {
+        let category = category_of(root, path);
+        let skill_md = path.join("SKILL.md");
+        // A SKILL.md that is itself a symlink could point anywhere: not followed.
+        let Ok(meta) = std::fs::symlink_metadata(&skill_md) else {
+            if depth == 1 && !scan.categories.contains_key(&dir_name) {
+                scan.categories
+                    .insert(dir_name.clone(), category_description(path));
+            }
+            return;
+        };
+        if !meta.is_file() {
+            scan.invalid.push(InvalidSkill {
+                name: dir_name,
+                category,
+                path: skill_md,
+                error: "SKILL.md is not a regular file (symlinks are not followed)".into(),
+            });
+            return;
+        }
+        found.files.insert(skill_md.clone());
+        match self.parse_cached(&skill_md, &meta) {
+            Ok(doc) => {
+                let name = doc
+                    .frontmatter
+                    .name
+                    .clone()
+                    .unwrap_or_else(|| dir_name.clone());
+                if !found.seen.insert(name.clone()) {
+                    tracing::info!(skill = %name, path = %skill_md.display(), "duplicate skill name ignored (an earlier one wins)");
+                    return;
+                }
+                if !self.enabled(&name, &doc) {
+                    scan.hidden.push(name);
+                    return;
+                }
+                if let Some(cat) = &category {
+                    scan.categories.entry(cat.clone()).or_insert(None);
+                }
+                scan.skills.push(Arc::new(SkillInfo {
+                    description: doc.frontmatter.description.clone().unwrap_or_default(),
+                    name,
+                    category,
+                    dir: path.to_path_buf(),
+                    external,
+                    doc,
+                }));
+            }
+            Err(error) => {
+                scan.invalid.push(InvalidSkill {
+                    name: dir_name,
+                    category,
+                    path: skill_md,
+                    error,
+                });
+            }
+        }
     }
 
     fn enabled(&self, name: &str, doc: &SkillDoc) -> bool {
@@ -396,7 +450,7 @@ fn current_os() -> &'static str {
     }
 }
 
-fn expand_home(dir: &str) -> PathBuf {
+pub(super) fn expand_home(dir: &str) -> PathBuf {
     if let Some(rest) = dir.strip_prefix("~/")
         && let Some(home) = std::env::var_os("HOME")
     {
@@ -428,10 +482,12 @@ fn category_description(dir: &Path) -> Option<String> {
 impl SkillStore {
     fn parse_cached(&self, path: &Path, meta: &std::fs::Metadata) -> Result<Arc<SkillDoc>, String> {
         self.cache.get_or_parse(path, meta, || {
-            let parsed = read_and_parse(path, meta.len()).map(|mut doc| {
-                // Bodies are read from disk when needed; the cache keeps frontmatter only.
-                doc.body = String::new();
-                Arc::new(doc)
+            let parsed = read_and_parse(path, meta.len()).map(|doc| {
+                // Bodies and the rest of the frontmatter are read from disk when needed.
+                Arc::new(SkillDoc {
+                    frontmatter: store_cache::summary_only(&doc.frontmatter),
+                    body: String::new(),
+                })
             });
             if let Err(error) = &parsed {
                 // Logged when first read (or changed), not on every scan.
@@ -452,115 +508,6 @@ fn read_and_parse(path: &Path, len: u64) -> Result<SkillDoc, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
     let text = String::from_utf8(bytes).map_err(|_| "SKILL.md is not valid UTF-8".to_string())?;
     skill::parse_lenient(&text).map_err(|e| e.to_string())
-}
-
-impl SkillInfo {
-    pub fn skill_md(&self) -> PathBuf {
-        self.dir.join("SKILL.md")
-    }
-
-    /// The full SKILL.md text as on disk.
-    pub fn content(&self) -> std::io::Result<String> {
-        std::fs::read_to_string(self.skill_md())
-    }
-
-    /// Files under the supporting directories, grouped by directory (relative paths).
-    /// Symlinks are listed only when they resolve inside the skill directory.
-    pub fn linked_files(&self) -> BTreeMap<String, Vec<String>> {
-        let mut out = BTreeMap::new();
-        let mut count = 0;
-        for sub in SUPPORT_DIRS.iter().chain(EXTRA_LINKED_DIRS) {
-            let base = self.dir.join(sub);
-            if !base.is_dir() {
-                continue;
-            }
-            let mut files = Vec::new();
-            for entry in walkdir::WalkDir::new(&base)
-                .follow_links(false)
-                .max_depth(8)
-                .sort_by_file_name()
-                .into_iter()
-                .flatten()
-            {
-                if entry.file_type().is_dir() {
-                    continue;
-                }
-                if entry.path_is_symlink()
-                    && !crate::tools::file_path::stays_within(&self.dir, entry.path())
-                {
-                    continue;
-                }
-                if let Ok(rel) = entry.path().strip_prefix(&self.dir) {
-                    files.push(rel.to_string_lossy().into_owned());
-                    count += 1;
-                }
-                if count >= MAX_LINKED_FILES {
-                    break;
-                }
-            }
-            if !files.is_empty() {
-                out.insert((*sub).to_string(), files);
-            }
-        }
-        out
-    }
-
-    /// Required environment variables, commands and credential files that are missing.
-    pub fn readiness(&self, env: &EnvVars) -> Readiness {
-        let fm = &self.doc.frontmatter;
-        Readiness {
-            missing_env: fm
-                .required_env
-                .iter()
-                .filter(|r| !r.optional && env.get(&r.name).is_none())
-                .map(|r| r.name.clone())
-                .collect(),
-            missing_commands: fm
-                .required_commands
-                .iter()
-                .filter(|c| !command_exists(c, env))
-                .cloned()
-                .collect(),
-            missing_files: fm
-                .required_credential_files
-                .iter()
-                .filter(|f| !expand_home(f).exists())
-                .cloned()
-                .collect(),
-        }
-    }
-
-    /// Conditional display: hidden when a `fallback_for_*` tool/toolset is available or a
-    /// `requires_*` one is not.
-    pub fn shown_with(
-        &self,
-        tool_names: &[String],
-        custom: &BTreeMap<String, crate::config::ToolsetDef>,
-    ) -> bool {
-        let fm = &self.doc.frontmatter;
-        let has_tool = |t: &String| tool_names.contains(t);
-        let has_toolset = |ts: &String| {
-            crate::tools::toolsets::resolve(std::slice::from_ref(ts), custom)
-                .map(|tools| tools.iter().any(|t| tool_names.iter().any(|n| n == t)))
-                .unwrap_or(false)
-        };
-        fm.requires_tools.iter().all(has_tool)
-            && fm.requires_toolsets.iter().all(has_toolset)
-            && !fm.fallback_for_tools.iter().any(has_tool)
-            && !fm.fallback_for_toolsets.iter().any(has_toolset)
-    }
-}
-
-fn command_exists(cmd: &str, env: &EnvVars) -> bool {
-    if cmd.contains('/') {
-        return Path::new(cmd).is_file();
-    }
-    let path = env
-        .get("PATH")
-        .map(str::to_string)
-        .or_else(|| std::env::var("PATH").ok())
-        .unwrap_or_default();
-    std::env::split_paths(&path).any(|dir| dir.join(cmd).is_file())
 }
 
 #[cfg(test)]

@@ -1,7 +1,10 @@
 //! The store's parse cache: parsed SKILL.md frontmatter by path, reused while the file's size
 //! and mtime are unchanged — in memory for the life of a `SkillStore` (and its clones), and, for
 //! the home store, on disk in `skills/.hub/store-index.json` so that a new process does not
-//! re-parse every SKILL.md before its first model request.
+//! re-parse every SKILL.md before its first model request. The file keeps only what a scan
+//! reads (`Summary`: name, description, platforms, conditional display), so it stays small and
+//! quick to decode (a new process reads all of it); a parse from the file therefore carries
+//! only those fields, and `SkillInfo::frontmatter` reads the rest from SKILL.md.
 //!
 //! Why `.hub/`: Python Hermes never looks for skills under `.hub` (it is in its excluded
 //! directories) and keeps its own hub files there under other names, so the file is invisible
@@ -28,7 +31,7 @@ use crate::skills::skill::{Frontmatter, SkillDoc};
 /// The persistent index, relative to the skills directory.
 pub const INDEX_FILE: &str = ".hub/store-index.json";
 /// Bumped when the entry layout changes.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 /// A file changed this recently before its parse may change again unseen in the same tick.
 const RACY_SECS: u64 = 2;
 
@@ -51,6 +54,34 @@ struct OnDisk {
     format: u32,
     hermes: String,
     entries: Vec<DiskEntry>,
+    #[serde(default)]
+    dirs: Vec<DiskDir>,
+}
+
+/// A directory's subdirectories (and symlinks, which may point at one) at one mtime.
+#[derive(Serialize, Deserialize)]
+struct DiskDir {
+    path: PathBuf,
+    mtime_ns: u128,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    subdirs: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    links: Vec<String>,
+}
+
+/// The entries of a directory a scan descends into: subdirectory names and symlink names
+/// (a symlink is checked each time: its target can change without the directory changing).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DirListing {
+    pub subdirs: Vec<String>,
+    pub links: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+struct DirEntry {
+    mtime_ns: Option<u128>,
+    settled: bool,
+    listing: Arc<DirListing>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -59,14 +90,71 @@ struct DiskEntry {
     len: u64,
     mtime_ns: u128,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    frontmatter: Option<Frontmatter>,
+    summary: Option<Summary>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+}
+
+/// What the store's scan reads from a frontmatter: the list and the prompt index (name,
+/// description), the platform filter and conditional display. The rest (tags, requirements,
+/// metadata) is read from the file by whoever needs it (`SkillInfo::frontmatter`).
+#[derive(Serialize, Deserialize, Default)]
+#[serde(default)]
+struct Summary {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    platforms: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    requires_toolsets: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    fallback_for_toolsets: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    requires_tools: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    fallback_for_tools: Vec<String>,
+}
+
+/// `fm` reduced to what the store keeps (the same whether parsed now or read from the file).
+pub fn summary_only(fm: &Frontmatter) -> Frontmatter {
+    Summary::of(fm).into_frontmatter()
+}
+
+impl Summary {
+    fn of(fm: &Frontmatter) -> Summary {
+        Summary {
+            name: fm.name.clone(),
+            description: fm.description.clone(),
+            platforms: fm.platforms.clone(),
+            requires_toolsets: fm.requires_toolsets.clone(),
+            fallback_for_toolsets: fm.fallback_for_toolsets.clone(),
+            requires_tools: fm.requires_tools.clone(),
+            fallback_for_tools: fm.fallback_for_tools.clone(),
+        }
+    }
+
+    fn into_frontmatter(self) -> Frontmatter {
+        Frontmatter {
+            name: self.name,
+            description: self.description,
+            platforms: self.platforms,
+            requires_toolsets: self.requires_toolsets,
+            fallback_for_toolsets: self.fallback_for_toolsets,
+            requires_tools: self.requires_tools,
+            fallback_for_tools: self.fallback_for_tools,
+            ..Frontmatter::default()
+        }
+    }
 }
 
 #[derive(Debug, Default)]
 struct Inner {
     entries: HashMap<PathBuf, Entry>,
+    /// Directory listings by path, reused while the directory's mtime is unchanged (adding,
+    /// removing or renaming an entry changes it), so an unchanged tree is not read again.
+    dirs: HashMap<PathBuf, DirEntry>,
     /// The persistent file, for the home store; `None` keeps the cache in memory only.
     file: Option<PathBuf>,
     /// The file has been read (once per cache).
@@ -151,14 +239,50 @@ impl ParseCache {
         parsed
     }
 
-    /// After a full scan: forgets what the scan did not see and writes the file if anything
-    /// changed. A write failure is logged (the next process parses again), never an error.
-    pub fn finish_scan(&self, seen: &HashSet<PathBuf>) {
+    /// The cached listing of `dir` (whose own metadata, not following a symlink, is `meta`)
+    /// when its mtime still matches.
+    pub fn cached_dir(&self, dir: &Path, meta: &std::fs::Metadata) -> Option<Arc<DirListing>> {
+        let mtime = mtime_ns(meta);
+        let mut inner = self.lock();
+        inner.load_once();
+        inner
+            .dirs
+            .get(dir)
+            .filter(|hit| hit.settled && hit.mtime_ns == mtime)
+            .map(|hit| hit.listing.clone())
+    }
+
+    /// Records the listing of `dir` just read (names must be UTF-8: the file is JSON).
+    pub fn remember_dir(&self, dir: &Path, meta: &std::fs::Metadata, listing: DirListing) {
+        let mtime = mtime_ns(meta);
+        let settled = settled(mtime, SystemTime::now());
+        let mut inner = self.lock();
+        let unchanged = inner.dirs.get(dir).is_some_and(|old| {
+            old.mtime_ns == mtime && old.settled == settled && *old.listing == listing
+        });
+        if !unchanged {
+            inner.dirty = true;
+        }
+        inner.dirs.insert(
+            dir.to_path_buf(),
+            DirEntry {
+                mtime_ns: mtime,
+                settled,
+                listing: Arc::new(listing),
+            },
+        );
+    }
+
+    /// After a full scan: forgets the files and directories the scan did not see and writes
+    /// the file if anything changed. A write failure is logged (the next process parses
+    /// again), never an error.
+    pub fn finish_scan(&self, seen: &HashSet<PathBuf>, seen_dirs: &HashSet<PathBuf>) {
         let (file, bytes) = {
             let mut inner = self.lock();
-            let before = inner.entries.len();
+            let before = inner.entries.len() + inner.dirs.len();
             inner.entries.retain(|p, _| seen.contains(p));
-            if inner.entries.len() != before {
+            inner.dirs.retain(|p, _| seen_dirs.contains(p));
+            if inner.entries.len() + inner.dirs.len() != before {
                 inner.dirty = true;
             }
             let Some(file) = inner.file.clone() else {
@@ -211,10 +335,23 @@ impl Inner {
             self.dirty = true;
             return;
         }
+        for d in disk.dirs {
+            self.dirs.insert(
+                d.path,
+                DirEntry {
+                    mtime_ns: Some(d.mtime_ns),
+                    settled: true,
+                    listing: Arc::new(DirListing {
+                        subdirs: d.subdirs,
+                        links: d.links,
+                    }),
+                },
+            );
+        }
         for e in disk.entries {
-            let parsed = match (e.frontmatter, e.error) {
-                (Some(frontmatter), None) => Ok(Arc::new(SkillDoc {
-                    frontmatter,
+            let parsed = match (e.summary, e.error) {
+                (Some(summary), None) => Ok(Arc::new(SkillDoc {
+                    frontmatter: summary.into_frontmatter(),
                     body: String::new(),
                 })),
                 (None, Some(error)) => Err(error),
@@ -245,16 +382,31 @@ impl Inner {
                     path: path.clone(),
                     len: e.len,
                     mtime_ns: e.mtime_ns?,
-                    frontmatter: e.parsed.as_ref().ok().map(|d| d.frontmatter.clone()),
+                    summary: e.parsed.as_ref().ok().map(|d| Summary::of(&d.frontmatter)),
                     error: e.parsed.as_ref().err().cloned(),
                 })
             })
             .collect();
         entries.sort_by(|a, b| a.path.cmp(&b.path));
+        let mut dirs: Vec<DiskDir> = self
+            .dirs
+            .iter()
+            .filter(|(path, d)| d.settled && path.to_str().is_some())
+            .filter_map(|(path, d)| {
+                Some(DiskDir {
+                    path: path.clone(),
+                    mtime_ns: d.mtime_ns?,
+                    subdirs: d.listing.subdirs.clone(),
+                    links: d.listing.links.clone(),
+                })
+            })
+            .collect();
+        dirs.sort_by(|a, b| a.path.cmp(&b.path));
         let disk = OnDisk {
             format: FORMAT,
             hermes: env!("CARGO_PKG_VERSION").to_string(),
             entries,
+            dirs,
         };
         serde_json::to_vec(&disk)
             .map_err(|e| tracing::warn!(error = %e, "cannot encode the skill index cache"))

@@ -152,3 +152,51 @@ fn invalid_skills_are_cached_with_their_reason() {
     assert_eq!(second.invalid.len(), 1);
     assert!(second.invalid[0].error.contains("frontmatter"));
 }
+
+/// Sets a directory's mtime (an unchanged tree is old; a listing read just now is "racy").
+fn set_dir_mtime(dir: &Path, t: std::time::SystemTime) {
+    std::fs::File::open(dir).unwrap().set_modified(t).unwrap();
+}
+
+#[test]
+fn unchanged_directories_are_not_read_again_and_a_changed_one_is() {
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    write(r, "cat/a", "one");
+    write(r, "cat/b", "two");
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3_600);
+    for d in ["", "cat", "cat/a", "cat/b"] {
+        set_dir_mtime(&r.join(d), old);
+    }
+    assert_eq!(descriptions(&store(r)).len(), 2);
+    // A new skill whose parent keeps its old mtime: a store trusting the cached listing of
+    // `cat` does not see it (proof that the listing is reused, not read again) …
+    write(r, "cat/c", "three");
+    let cat_mtime = std::fs::metadata(r.join("cat"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    set_dir_mtime(&r.join("cat"), old);
+    assert_eq!(descriptions(&store(r)).len(), 2);
+    // … and as soon as the directory's mtime differs (any add, remove or rename), it is read.
+    set_dir_mtime(&r.join("cat"), cat_mtime);
+    let names: Vec<String> = descriptions(&store(r))
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(names, ["a", "b", "c"]);
+    // A skill nested in a skill (Python Hermes's `dogfood/adversarial-ux-test/`) is found too.
+    write(r, "cat/a/inner", "four");
+    let names: Vec<String> = descriptions(&store(r))
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(names, ["a", "b", "c", "inner"]);
+    // A removed skill disappears.
+    std::fs::remove_dir_all(r.join("cat/b")).unwrap();
+    let names: Vec<String> = descriptions(&store(r))
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(names, ["a", "c", "inner"]);
+}

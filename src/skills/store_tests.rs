@@ -1,6 +1,7 @@
 //! Tests of the skill store: discovery, categories, nested skills, the parse cache.
 
 use super::*;
+use crate::config::EnvVars;
 
 /// Sets a file's mtime `secs_ago` seconds in the past (no sleeping for a new mtime).
 pub(crate) fn set_mtime(path: &Path, secs_ago: u64) {

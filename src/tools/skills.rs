@@ -183,8 +183,11 @@ fn view_skill(
     let content = raw
         .replace("${HERMES_SKILL_DIR}", &skill.dir.display().to_string())
         .replace("${HERMES_SESSION_ID}", session);
-    let fm = &skill.doc.frontmatter;
-    let readiness = skill.readiness(&config.env);
+    // The whole frontmatter, from the text just read (the store keeps a summary).
+    let fm = crate::skills::skill::parse_lenient(&raw)
+        .map(|doc| doc.frontmatter)
+        .unwrap_or_else(|_| skill.doc.frontmatter.clone());
+    let readiness = crate::skills::store::Readiness::of(&fm, &config.env);
     let linked = skill.linked_files();
     let mut out = json!({
         "success": true,

@@ -18,6 +18,7 @@ pub mod git;
 pub mod index;
 pub mod install;
 pub mod keep;
+pub mod listing_cache;
 pub mod lock;
 pub mod search;
 pub mod source;

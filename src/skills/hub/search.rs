@@ -13,6 +13,22 @@ pub fn listings(
     source: Option<&str>,
     refresh: bool,
 ) -> Result<(Vec<SkillMeta>, Vec<String>), HubError> {
+    let (offers, notes) = offers(hub, source, refresh)?;
+    Ok((
+        offers
+            .into_iter()
+            .flat_map(taps::Offer::into_metas)
+            .collect(),
+        notes,
+    ))
+}
+
+/// What each wanted tap offers, and a note per tap that could not be read.
+fn offers(
+    hub: &Hub,
+    source: Option<&str>,
+    refresh: bool,
+) -> Result<(Vec<taps::Offer>, Vec<String>), HubError> {
     let mut out = Vec::new();
     let mut notes = Vec::new();
     let wanted = source
@@ -32,8 +48,8 @@ pub fn listings(
         {
             continue;
         }
-        match taps::listing(hub, &tap, refresh) {
-            Ok(skills) => out.extend(skills),
+        match taps::offer(hub, &tap, refresh) {
+            Ok(offer) => out.push(offer),
             Err(e) => notes.push(format!("tap {}: {e}", tap.repo)),
         }
     }
@@ -41,9 +57,9 @@ pub fn listings(
 }
 
 /// Score of one entry for lower-cased query tokens; `None` when a token matches nothing.
-fn score(meta: &SkillMeta, tokens: &[String]) -> Option<u32> {
-    let name = meta.name.to_lowercase();
-    let description = meta.description.to_lowercase();
+fn score(name: &str, description: &str, tags: &[String], tokens: &[String]) -> Option<u32> {
+    let name = name.to_lowercase();
+    let description = description.to_lowercase();
     let mut total = 0;
     for token in tokens {
         let mut s = 0;
@@ -52,7 +68,7 @@ fn score(meta: &SkillMeta, tokens: &[String]) -> Option<u32> {
         } else if name.contains(token.as_str()) {
             s += 30;
         }
-        if meta.tags.iter().any(|t| t.eq_ignore_ascii_case(token)) {
+        if tags.iter().any(|t| t.eq_ignore_ascii_case(token)) {
             s += 20;
         }
         if description.contains(token.as_str()) {
@@ -66,20 +82,37 @@ fn score(meta: &SkillMeta, tokens: &[String]) -> Option<u32> {
     Some(total)
 }
 
+fn tokens(query: &str) -> Vec<String> {
+    query.split_whitespace().map(str::to_lowercase).collect()
+}
+
 /// The entries matching every word of `query`, best first (ties by name), at most `limit`.
-pub fn rank(entries: &[SkillMeta], query: &str, limit: usize) -> Vec<SkillMeta> {
-    let tokens: Vec<String> = query.split_whitespace().map(str::to_lowercase).collect();
-    let mut hits: Vec<(u32, &SkillMeta)> = entries
-        .iter()
-        .filter_map(|m| score(m, &tokens).map(|s| (s, m)))
-        .collect();
-    hits.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.name.cmp(&b.1.name)));
+/// Entries are scored from their name, description and tags; only the ones returned are built
+/// as `SkillMeta`.
+fn rank_offers(offers: &[taps::Offer], query: &str, limit: usize) -> Vec<SkillMeta> {
+    let tokens = tokens(query);
+    let mut hits: Vec<(u32, String, usize, usize)> = Vec::new();
+    for (o, offer) in offers.iter().enumerate() {
+        for i in 0..offer.len() {
+            let (name, description, tags) = offer.summary(i);
+            if let Some(s) = score(&name, description, tags, &tokens) {
+                hits.push((s, name.into_owned(), o, i));
+            }
+        }
+    }
+    hits.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     let mut seen = std::collections::HashSet::new();
-    hits.into_iter()
-        .filter(|(_, m)| seen.insert(m.identifier.as_str()))
-        .take(limit)
-        .map(|(_, m)| m.clone())
-        .collect()
+    let mut out = Vec::new();
+    for (_, _, o, i) in hits {
+        if out.len() >= limit {
+            break;
+        }
+        let meta = offers[o].meta(i);
+        if seen.insert(meta.identifier.clone()) {
+            out.push(meta);
+        }
+    }
+    out
 }
 
 /// `hermes skills search`: a URL query reads that site's skill index (as Python Hermes does);
@@ -103,8 +136,8 @@ pub fn search(
         let all = index.listing(trust);
         return Ok((all.into_iter().take(limit).collect(), Vec::new()));
     }
-    let (entries, notes) = listings(hub, source, false)?;
-    Ok((rank(&entries, q, limit), notes))
+    let (offers, notes) = offers(hub, source, false)?;
+    Ok((rank_offers(&offers, q, limit), notes))
 }
 
 /// The one listed skill named `name` (for `install NAME`).

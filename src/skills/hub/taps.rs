@@ -7,16 +7,14 @@
 //! Python Hermes trusts them (`TRUSTED_REPOS`); everything else is `community`. Default taps are
 //! left out when `HERMES_SKILLS_DEFAULT_TAPS=0` (tests, offline machines).
 //!
-//! A tap's listing (its skills' names, descriptions, identifiers) is cached under
-//! `index-cache/` and fetched again after the TTL.
-
-use std::time::SystemTime;
+//! A tap's listing (its skills' names, descriptions, paths) is cached under `index-cache/`
+//! (`listing_cache`) and fetched again after the TTL.
 
 use md5::{Digest, Md5};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
-use super::source::{SkillMeta, SourceRef, TRUSTED_REPOS, Trust, trust_name};
+use super::listing_cache::Listing;
+use super::source::{SkillMeta, SourceRef, TRUSTED_REPOS, Trust};
 use super::{Hub, HubError, git, index};
 
 /// Python Hermes's `GitHubSource.DEFAULT_TAPS`.
@@ -208,78 +206,118 @@ fn cache_path(hub: &Hub, tap: &Tap) -> std::path::PathBuf {
     hub.cache_dir().join(format!("tap_{hex}.json"))
 }
 
+/// What one tap offers: a git tap's compact listing (the hub's `SkillMeta` is built only for
+/// the entries a caller keeps), or an index's entries.
+pub enum Offer {
+    Git { listing: Listing, trust: Trust },
+    Metas(Vec<SkillMeta>),
+}
+
+impl Offer {
+    pub fn len(&self) -> usize {
+        match self {
+            Offer::Git { listing, .. } => listing.skills.len(),
+            Offer::Metas(metas) => metas.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Name, description and tags of entry `i` (what a search matches against).
+    pub fn summary(&self, i: usize) -> (std::borrow::Cow<'_, str>, &str, &[String]) {
+        match self {
+            Offer::Git { listing, .. } => {
+                let (name, description, subpath, tags) = &listing.skills[i];
+                let name = if name.is_empty() {
+                    listing.source(subpath).default_name().into()
+                } else {
+                    name.as_str().into()
+                };
+                (name, description, tags)
+            }
+            Offer::Metas(metas) => {
+                let m = &metas[i];
+                (m.name.as_str().into(), &m.description, &m.tags)
+            }
+        }
+    }
+
+    /// Entry `i` as the hub's `SkillMeta`.
+    pub fn meta(&self, i: usize) -> SkillMeta {
+        match self {
+            Offer::Git { listing, trust } => listing.meta(i, *trust),
+            Offer::Metas(metas) => metas[i].clone(),
+        }
+    }
+
+    pub fn into_metas(self) -> Vec<SkillMeta> {
+        match self {
+            Offer::Git { listing, trust } => listing.metas(trust),
+            Offer::Metas(metas) => metas,
+        }
+    }
+}
+
 /// The skills a tap offers: from the cache when fresh, else fetched (a failed fetch falls back
 /// to a stale cache).
 pub fn listing(hub: &Hub, tap: &Tap, refresh: bool) -> Result<Vec<SkillMeta>, HubError> {
+    offer(hub, tap, refresh).map(Offer::into_metas)
+}
+
+/// [`listing`] without building every entry.
+pub fn offer(hub: &Hub, tap: &Tap, refresh: bool) -> Result<Offer, HubError> {
     if let TapKind::Index { index_url } = tap.kind() {
         let trust = if tap.default {
             Trust::Community
         } else {
             Trust::Trusted
         };
-        return Ok(index::load(hub, &index_url, refresh)?.listing(trust));
+        return Ok(Offer::Metas(
+            index::load(hub, &index_url, refresh)?.listing(trust),
+        ));
     }
     let cache = cache_path(hub, tap);
-    let read_cache = || -> Option<(Vec<SkillMeta>, bool)> {
-        let age = std::fs::metadata(&cache)
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| SystemTime::now().duration_since(t).ok())?;
-        let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&cache).ok()?).ok()?;
-        let skills = serde_json::from_value(doc.get("skills")?.clone()).ok()?;
-        Some((skills, age <= hub.ttl))
+    // Trust is the same for every skill of a repository (it depends on the origin only).
+    let offer = |listing: Listing| {
+        let trust = trust_for(hub, &listing.source(""));
+        Offer::Git { listing, trust }
     };
-    if !refresh && let Some((skills, true)) = read_cache() {
-        return Ok(skills);
-    }
+    let cached = if refresh { None } else { Listing::read(&cache) };
+    let cached = match cached {
+        Some((listing, age)) if age <= hub.ttl => return Ok(offer(listing)),
+        other => other,
+    };
     match fetch_listing(hub, tap) {
-        Ok(skills) => {
-            let doc = json!({"tap": tap.repo, "path": tap.path, "skills": skills});
-            if let Err(e) = crate::util::atomic_write(&cache, doc.to_string().as_bytes()) {
-                tracing::warn!(path = %cache.display(), error = %e, "cannot cache a tap listing");
-            }
-            Ok(skills)
+        Ok(listing) => {
+            listing.write(&cache);
+            Ok(offer(listing))
         }
-        Err(e) => match read_cache() {
-            Some((skills, _)) => {
+        Err(e) => match cached.or_else(|| Listing::read(&cache)) {
+            Some((listing, _)) => {
                 tracing::warn!(tap = %tap.repo, error = %e, "using a stale tap listing");
-                Ok(skills)
+                Ok(offer(listing))
             }
             None => Err(e),
         },
     }
 }
 
-fn fetch_listing(hub: &Hub, tap: &Tap) -> Result<Vec<SkillMeta>, HubError> {
+fn fetch_listing(hub: &Hub, tap: &Tap) -> Result<Listing, HubError> {
     let TapKind::Git { url, github } = tap.kind() else {
-        return Ok(Vec::new());
+        return Ok(Listing::new(String::new(), None, String::new(), Vec::new()));
     };
     let mirror = git::mirror(hub, &url, true)?;
     let commit = mirror.resolve(None)?;
     let base = tap.path.trim_matches('/');
     let found = mirror.list_skills(&commit, base)?;
-    Ok(found
+    let skills = found
         .into_iter()
         .map(|(subpath, text)| {
-            let source = SourceRef::Git {
-                url: url.clone(),
-                subpath: subpath.clone(),
-                rev: None,
-                github: github.clone(),
-            };
-            let trust = trust_for(hub, &source);
             let (name, description, tags) = git::summary(&text).unwrap_or_default();
-            SkillMeta {
-                name: name.unwrap_or_else(|| source.default_name()),
-                description,
-                source: source.source_id().to_string(),
-                identifier: source.identifier(),
-                trust_level: trust_name(trust).to_string(),
-                repo: Some(github.clone().unwrap_or_else(|| url.clone())),
-                path: Some(subpath),
-                tags,
-                extra: json!({"commit": git::short(commit.id())}),
-            }
+            (name.unwrap_or_default(), description, subpath, tags)
         })
-        .collect())
+        .collect();
+    Ok(Listing::new(url, github, git::short(commit.id()), skills))
 }
