@@ -82,7 +82,9 @@ pub struct ConfigFile {
     /// `budget:` (ours): prices and spend caps (`agent/spend.rs`).
     #[serde(deserialize_with = "or_default")]
     pub budget: budget::BudgetFile,
-    // Read through `Config::raw` by their owners (failover, approval policy):
+    // Read through `Config::raw` by their owners (failover, approval policy, tools/deferred.rs
+    // for `tools.tool_search`):
+    pub tools: Option<Value>,
     pub providers: Option<Value>,
     pub fallback_providers: Option<Value>,
     pub fallback_model: Option<Value>,

@@ -33,6 +33,7 @@ pub mod llm_client;
 pub mod loop_guard;
 pub mod mcp_cli;
 pub mod mcp_client;
+pub mod mcp_deferred;
 pub mod memory_e2e;
 pub mod model_limits;
 pub mod patch_e2e;
