@@ -374,11 +374,12 @@ impl Agent {
         let caps = spend::SpendCaps::from_config(&config.file.budget);
         // A child pays into its parent's row or its own; `child.rs` sets that.
         let ledger_session = session_id.clone();
+        let compressor_config =
+            compressor::CompressorConfig::from_config(config, &client.provider().model);
+        // Many MCP tools in a small window: their schemas wait behind tool_search.
+        let tools = crate::tools::deferred::apply(tools, config, compressor_config.context_length);
         let tool_schemas = tools.schemas();
-        let compressor = ContextCompressor::new(compressor::CompressorConfig::from_config(
-            config,
-            &client.provider().model,
-        ));
+        let compressor = ContextCompressor::new(compressor_config);
         Agent {
             services,
             client,

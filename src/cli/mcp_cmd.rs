@@ -313,3 +313,38 @@ fn read_config(config: &Config) -> Result<String, CliError> {
         })),
     }
 }
+
+/// `/reload-mcp`: reads config.yaml again, restarts every MCP supervisor from its
+/// `mcp_servers:`, waits for them as a new session would, and says where each stands. The
+/// running session keeps the tools it started with (its request prefix stays byte-identical);
+/// the next session (`/new`) gets the new set.
+pub fn reload(runtime: &tokio::runtime::Runtime, services: &crate::agent::Services) -> String {
+    let config = match Config::load(&services.config.home) {
+        Ok(c) => std::sync::Arc::new(c),
+        Err(e) => return format!("MCP servers not reloaded: {e}"),
+    };
+    let cx = crate::mcp::client::context(&config, &services.tools, &services.http);
+    let limit = config
+        .file
+        .mcp_discovery_timeout
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .unwrap_or(crate::mcp::client::DEFAULT_DISCOVERY_TIMEOUT)
+        .min(600.0);
+    let statuses = runtime.block_on(async {
+        services.mcp.reload(&cx);
+        services
+            .mcp
+            .wait_discovery(std::time::Duration::from_secs_f64(limit))
+            .await;
+        services.mcp.statuses()
+    });
+    if statuses.is_empty() {
+        return "no MCP servers configured; this session keeps its tools".to_string();
+    }
+    let mut out = String::from("MCP servers reloaded:");
+    for (name, status) in statuses {
+        out.push_str(&format!("\n  {name:<16} {status}"));
+    }
+    out.push_str("\nThis session keeps its tools; /new starts one with the new set.");
+    out
+}

@@ -232,6 +232,9 @@ impl Repl {
                 }
             }
             SlashCommand::Usage => self.usage(runtime),
+            SlashCommand::ReloadMcp => {
+                println!("{}", crate::cli::mcp_cmd::reload(runtime, &self.services))
+            }
             SlashCommand::Memory(which) => println!(
                 "{}",
                 crate::cli::memory_cmd::slash_text(&self.services.config, which.as_deref())

@@ -23,6 +23,8 @@ pub enum SlashCommand {
     Compress(Option<String>),
     /// `/title` shows the session's title; `/title TEXT` sets it.
     Title(Option<String>),
+    /// `/reload-mcp`: re-read `mcp_servers:` and reconnect; the next session gets the new tools.
+    ReloadMcp,
     Quit,
     Unknown(String),
 }
@@ -52,6 +54,10 @@ pub const HELP: &[(&str, &str)] = &[
         "summarise earlier turns now (originals stay searchable)",
     ),
     ("/title [TEXT]", "show or set this session's title"),
+    (
+        "/reload-mcp",
+        "reconnect the MCP servers of config.yaml (new tools from the next session)",
+    ),
     ("/quit, /exit", "leave (Ctrl-D works too)"),
 ];
 
@@ -76,6 +82,7 @@ pub fn parse(line: &str) -> Option<SlashCommand> {
         "rollback" => SlashCommand::Rollback(arg),
         "compress" | "compact" => SlashCommand::Compress(arg),
         "title" => SlashCommand::Title(arg),
+        "reload-mcp" => SlashCommand::ReloadMcp,
         "quit" | "exit" | "q" => SlashCommand::Quit,
         other => SlashCommand::Unknown(other.to_string()),
     })

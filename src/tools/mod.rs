@@ -2,6 +2,7 @@
 //! file per tool family. Every tool module must be linked here or it never registers.
 
 pub mod catalog;
+pub mod deferred;
 pub mod delegate;
 pub mod dynamic;
 pub mod file_common;

@@ -233,3 +233,70 @@ fn a_server_that_never_answers_delays_the_first_request_at_most_the_discovery_ti
     let listed = stdout(&out);
     assert!(listed.contains("connected, 6 tools"), "{listed}");
 }
+
+#[test]
+fn a_known_server_is_offered_at_once_and_its_first_call_waits_for_the_connection() {
+    let env = TestEnv::new();
+    // No waiting at all for servers still connecting.
+    env.config(&format!(
+        "mcp_discovery_timeout: 0\nmcp_servers:\n  t:\n{}",
+        stdio_entry("")
+    ));
+    // First run: the server is discovered (and its list saved) while the session runs.
+    let mock = MockLlm::with_script([Reply::text("first").delay(Duration::from_millis(500))]);
+    env.cmd(&mock.base_url())
+        .args(["-z", "hi"])
+        .assert()
+        .success();
+    assert!(env.home_path().join("cache/mcp/t.json").exists());
+    // Second run: its tools are in the first request without waiting, and a call made at once
+    // waits for the connection instead of failing.
+    let mock = MockLlm::with_script([
+        Reply::tool_call("c1", "mcp__t__echo", json!({"text": "early"})),
+        Reply::text("done"),
+    ]);
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "hi"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let names = tool_names(&mock.requests()[0]);
+    assert!(names.iter().any(|n| n == "mcp__t__echo"), "{names:?}");
+    let echo = result_of(&mock, 1, "c1");
+    assert!(echo.contains("echo: early"), "{echo}");
+}
+
+#[test]
+fn reload_mcp_in_the_repl_reconnects_and_the_next_session_gets_the_new_tools() {
+    use std::io::Write;
+    let env = TestEnv::new();
+    env.config(&format!("mcp_servers:\n  t:\n{}", stdio_entry("")));
+    let mock = MockLlm::with_script([Reply::text("after reload")]);
+    let mut child = env.spawnable(&mock.base_url(), &[]);
+    let mut child = child.stdin(std::process::Stdio::piped()).spawn().unwrap();
+    // Once `t` answered, hermes has read its config: change it under the running REPL.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !env.home_path().join("cache/mcp/t.json").exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    env.config(&format!(
+        "mcp_servers:\n  t:\n{}  u:\n{}",
+        stdio_entry(""),
+        stdio_entry("")
+    ));
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"/reload-mcp\n/new\nhi\n/quit\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("MCP servers reloaded"), "{text}");
+    assert!(text.contains("after reload"), "{text}");
+    let names = tool_names(&mock.requests()[0]);
+    assert!(names.iter().any(|n| n == "mcp__u__echo"), "{names:?}");
+    assert!(names.iter().any(|n| n == "mcp__t__echo"), "{names:?}");
+}

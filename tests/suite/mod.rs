@@ -34,6 +34,7 @@ pub mod llm_client;
 pub mod loop_guard;
 pub mod mcp_cli;
 pub mod mcp_client;
+pub mod mcp_deferred;
 pub mod mcp_serve;
 pub mod memory_e2e;
 pub mod model_cmd;

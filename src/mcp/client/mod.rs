@@ -7,6 +7,7 @@
 //! starts again from the current config (`/reload-mcp`).
 
 pub mod connect;
+pub mod known;
 pub mod names;
 pub mod result;
 pub mod server;
@@ -74,6 +75,9 @@ impl McpClients {
         };
         let deadline = tokio::time::Instant::now() + limit;
         for server in servers {
+            if server.known.load(std::sync::atomic::Ordering::Relaxed) {
+                continue;
+            }
             let mut rx = server.status.subscribe();
             let _ = tokio::time::timeout_at(deadline, rx.wait_for(ServerStatus::is_settled)).await;
         }
@@ -111,6 +115,14 @@ fn spawn_all(cx: &Context) -> Running {
     for (name, entry) in &cx.config.file.mcp_servers {
         let server = Server::new(name, entry.clone());
         if entry.is_enabled() {
+            if let Some(list) = known::load(&cx.config, name, entry) {
+                // Offered at once; calls wait for the connection.
+                server.availability.set_available();
+                supervisor::register(&server, &cx.catalog, &list.tools, &list.capabilities);
+                server
+                    .known
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+            }
             tokio::spawn(supervisor::supervise(
                 server.clone(),
                 cx.clone(),

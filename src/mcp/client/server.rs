@@ -63,6 +63,8 @@ pub struct Server {
     pub peer: RwLock<Option<Peer<RoleClient>>>,
     /// Shared by every tool of this server.
     pub availability: Availability,
+    /// Its tools were offered from the list saved by an earlier run (`known.rs`).
+    pub known: std::sync::atomic::AtomicBool,
 }
 
 impl Server {
@@ -80,6 +82,7 @@ impl Server {
             availability: Availability::unavailable(format!(
                 "the MCP server `{name}` is still connecting"
             )),
+            known: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -95,8 +98,22 @@ impl Server {
         self.status.borrow().clone()
     }
 
-    fn peer(&self) -> Result<Peer<RoleClient>, ToolError> {
-        let peer = self.peer.read().unwrap_or_else(|p| p.into_inner()).clone();
+    fn live_peer(&self) -> Option<Peer<RoleClient>> {
+        self.peer.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The live connection; a call made while the first connection is still being opened (tools
+    /// offered from a saved list) waits for it, at most `connect_timeout`.
+    async fn peer(&self) -> Result<Peer<RoleClient>, ToolError> {
+        if self.live_peer().is_none() && !self.current_status().is_settled() {
+            let mut rx = self.status.subscribe();
+            let _ = tokio::time::timeout(
+                self.connect_timeout(),
+                rx.wait_for(ServerStatus::is_settled),
+            )
+            .await;
+        }
+        let peer = self.live_peer();
         match peer {
             Some(peer) => Ok(peer),
             None => Err(ToolError::Respond(match self.availability.check() {
@@ -147,7 +164,7 @@ pub struct CallTool {
 #[async_trait::async_trait]
 impl ToolHandler for CallTool {
     async fn call(&self, arguments: Value, ctx: &ToolContext) -> Result<String, ToolError> {
-        let peer = self.server.peer()?;
+        let peer = self.server.peer().await?;
         let mut params = CallToolRequestParams::new(self.tool.clone());
         if let Value::Object(map) = arguments {
             params = params.with_arguments(map);
@@ -241,7 +258,7 @@ fn string_arg(arguments: &Value, key: &str) -> Result<String, ToolError> {
 #[async_trait::async_trait]
 impl ToolHandler for CallUtility {
     async fn call(&self, arguments: Value, ctx: &ToolContext) -> Result<String, ToolError> {
-        let peer = self.server.peer()?;
+        let peer = self.server.peer().await?;
         let what = self.utility.suffix();
         let s = &self.server;
         let (value, source) = match self.utility {

@@ -132,6 +132,11 @@ async fn connect_and_list(
         .and_then(|v| v.get("capabilities").cloned())
         .unwrap_or(Value::Null);
     let count = register(server, &cx.catalog, &tools, &capabilities);
+    let (config, name, entry) = (cx.config.clone(), server.name.clone(), server.entry.clone());
+    // The next process offers these tools without waiting (known.rs).
+    tokio::task::spawn_blocking(move || {
+        super::known::save(&config, &name, &entry, &tools, &capabilities)
+    });
     Ok((conn, count))
 }
 

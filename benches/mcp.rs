@@ -1,0 +1,187 @@
+//! MCP client benchmark: the real binary (release) against the scripted mock LLM and the stdio
+//! MCP test server (`tests/support/mcp_stdio_server.rs`, built as an example).
+//!
+//! `cargo bench --bench mcp` prints medians of: start → first model request with no MCP server,
+//! with 3 servers of which one never answers (first run of a home, then with the tool lists
+//! known from an earlier run), the size of the first request body with 300 MCP tools (deferred
+//! behind tool_search in a 32K window, and with a 200K window where they are sent), and the cost of
+//! one MCP tool round over stdio against one round of a built-in tool (`todo`), which is what the
+//! MCP client adds on top of the server's own time. Figures are printed, not asserted.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../tests/support/mock_llm.rs"]
+mod mock_llm;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mock_llm::{MockLlm, Reply};
+use serde_json::json;
+
+const RUNS: usize = 11;
+
+fn main() {
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_hermes"));
+    let server = test_server(&bin);
+    println!(
+        "hermes MCP benchmark ({RUNS} runs each, medians)\nbinary: {}\nserver: {}",
+        bin.display(),
+        server.display()
+    );
+    let cwd = tempfile::tempdir().unwrap();
+    let base = "skills:\n  creation_nudge_interval: 0\nmemory:\n  nudge_interval: 0\n";
+
+    let none = home(base);
+    let t_none = median((0..RUNS).map(|_| first_request(&bin, none.path(), cwd.path())));
+    report("start → first request, no MCP server", t_none, "");
+
+    let three = format!(
+        "{base}mcp_servers:\n  a:\n    command: {s}\n  b:\n    command: {s}\n  silent:\n    command: {s}\n    env: {{MCP_TEST_HANG: '1'}}\n    connect_timeout: 5\n",
+        s = server.display()
+    );
+    // A fresh home each run: nothing is known about the servers yet.
+    let t_first = median((0..RUNS).map(|_| {
+        let h = home(&three);
+        first_request(&bin, h.path(), cwd.path())
+    }));
+    report(
+        "… 3 servers, 1 silent, first run of a home",
+        t_first,
+        "(bounded by mcp_discovery_timeout, 1.5 s)",
+    );
+    let known = home(&three);
+    first_request(&bin, known.path(), cwd.path());
+    let t_known = median((0..RUNS).map(|_| first_request(&bin, known.path(), cwd.path())));
+    report("… 3 servers, 1 silent, tool lists known", t_known, "");
+    println!(
+        "{:<52} {:>+9.1} ms   (target ≤ +30 ms)",
+        "  difference to no server (tool lists known)",
+        (t_known.as_secs_f64() - t_none.as_secs_f64()) * 1000.0
+    );
+
+    for (window, label) in [
+        (32_000, "32K window (deferred)"),
+        (200_000, "200K window (sent)"),
+    ] {
+        let cfg = format!(
+            "{base}model:\n  context_length: {window}\nmcp_servers:\n  fleet:\n    command: {}\n    env: {{MCP_TEST_EXTRA_TOOLS: '300'}}\n",
+            server.display()
+        );
+        let h = home(&cfg);
+        let mock = MockLlm::with_script([Reply::text("ok")]);
+        run(&bin, h.path(), cwd.path(), &mock, &["-z", "hi"]);
+        let body = serde_json::to_vec(&mock.requests()[0]).unwrap().len();
+        println!(
+            "{:<52} {:>9.1} KB   {}",
+            format!("first request body, 300 MCP tools, {label}"),
+            body as f64 / 1024.0,
+            if window == 32_000 {
+                "(target ≤ 15 KB)"
+            } else {
+                ""
+            }
+        );
+    }
+
+    let cfg = format!(
+        "{base}mcp_servers:\n  t:\n    command: {}\n",
+        server.display()
+    );
+    let h = home(&cfg);
+    const ROUNDS: usize = 20;
+    let per_round = |tool: &str, args: serde_json::Value| {
+        median((0..RUNS).map(|_| {
+            let mut script: Vec<Reply> = (0..ROUNDS)
+                .map(|i| Reply::tool_call(&format!("c{i}"), tool, args.clone()))
+                .collect();
+            script.push(Reply::text("done"));
+            let mock = MockLlm::with_script(script);
+            let zero = MockLlm::with_script([Reply::text("done")]);
+            let t = Instant::now();
+            run(&bin, h.path(), cwd.path(), &mock, &["-z", "go"]);
+            let with = t.elapsed();
+            let t = Instant::now();
+            run(&bin, h.path(), cwd.path(), &zero, &["-z", "go"]);
+            with.saturating_sub(t.elapsed()) / ROUNDS as u32
+        }))
+    };
+    let mcp = per_round("mcp__t__echo", json!({"text": "ping"}));
+    let builtin = per_round("todo", json!({}));
+    report("one tool round, MCP echo over stdio", mcp, "");
+    report("one tool round, built-in todo", builtin, "");
+    println!(
+        "{:<52} {:>+9.2} ms   (target ≤ 2 ms above the server's own time)",
+        "  MCP round − built-in round",
+        (mcp.as_secs_f64() - builtin.as_secs_f64()) * 1000.0
+    );
+}
+
+/// The stdio test server, built (debug) if missing.
+fn test_server(bin: &Path) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let debug = root.join("target/debug/examples/mcp_stdio_server");
+    let beside = bin.parent().unwrap().join("examples/mcp_stdio_server");
+    for p in [&beside, &debug] {
+        if p.exists() {
+            return p.clone();
+        }
+    }
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--example", "mcp_stdio_server"])
+        .current_dir(root)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    debug
+}
+
+fn home(config: &str) -> tempfile::TempDir {
+    let h = tempfile::tempdir().unwrap();
+    std::fs::write(h.path().join("config.yaml"), config).unwrap();
+    h
+}
+
+fn hermes(bin: &Path, home: &Path, cwd: &Path, mock: &MockLlm, args: &[&str]) -> Command {
+    let mut cmd = Command::new(bin);
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("HERMES_HOME", home)
+        .env("CUSTOM_BASE_URL", mock.base_url())
+        .current_dir(cwd)
+        .args(["--provider", "custom", "-m", "test-model"])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    cmd
+}
+
+fn run(bin: &Path, home: &Path, cwd: &Path, mock: &MockLlm, args: &[&str]) {
+    let status = hermes(bin, home, cwd, mock, args).status().unwrap();
+    assert!(status.success());
+}
+
+fn first_request(bin: &Path, home: &Path, cwd: &Path) -> Duration {
+    let mock = MockLlm::with_script([Reply::text("ok")]);
+    let t = Instant::now();
+    let mut child = hermes(bin, home, cwd, &mock, &["-z", "hi"])
+        .spawn()
+        .unwrap();
+    while mock.request_count() == 0 {
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    let elapsed = t.elapsed();
+    child.wait().unwrap();
+    elapsed
+}
+
+fn median(samples: impl Iterator<Item = Duration>) -> Duration {
+    let mut v: Vec<Duration> = samples.collect();
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn report(label: &str, d: Duration, note: &str) {
+    println!("{label:<52} {:>9.1} ms   {note}", d.as_secs_f64() * 1000.0);
+}
