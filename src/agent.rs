@@ -92,7 +92,9 @@ pub struct Services {
     pub skills: SkillStore,
     /// Every tool linked into the binary (discovered once) and those registered at run time
     /// (MCP); sessions select theirs from it.
-    pub tools: crate::tools::ToolCatalog,
+    pub tools: Arc<crate::tools::ToolCatalog>,
+    /// The MCP servers of `mcp_servers:` (started when the first session opens).
+    pub mcp: Arc<crate::mcp::McpClients>,
     /// auth.json, read once and re-read only when the file changes.
     pub credentials: credentials::AuthFile,
     /// The HTTP client model clients made during the process share (key rotation, fallback).
@@ -108,7 +110,8 @@ impl Services {
         Services {
             shield: Arc::new(crate::security::shield::Shield::for_config(&config)),
             skills: SkillStore::from_config(&config),
-            tools: crate::tools::ToolCatalog::discover(),
+            tools: Arc::new(crate::tools::ToolCatalog::discover()),
+            mcp: Arc::default(),
             credentials: credentials::AuthFile::new(config.home.root().join("auth.json")),
             http: shared_http(),
             reviews: Admission::default(),
@@ -117,6 +120,28 @@ impl Services {
             store,
             extensions: Vec::new(),
         }
+    }
+
+    /// Starts the MCP supervisors (once) and waits for servers still connecting for the first
+    /// time, at most `mcp_discovery_timeout`.
+    pub async fn connect_mcp(&self) {
+        if self.config.file.mcp_servers.is_empty() {
+            return;
+        }
+        self.mcp.start(&crate::mcp::client::context(
+            &self.config,
+            &self.tools,
+            &self.http,
+        ));
+        let limit = self
+            .config
+            .file
+            .mcp_discovery_timeout
+            .filter(|v| v.is_finite() && *v >= 0.0)
+            .unwrap_or(crate::mcp::client::DEFAULT_DISCOVERY_TIMEOUT);
+        self.mcp
+            .wait_discovery(std::time::Duration::from_secs_f64(limit.min(600.0)))
+            .await;
     }
 
     /// Builds a session's frozen system prompt off the async runtime (it scans the skill tree
@@ -138,7 +163,7 @@ impl Services {
 }
 
 /// The process's HTTP client (bounded idle pool, rustls installed).
-fn shared_http() -> reqwest::Client {
+pub fn shared_http() -> reqwest::Client {
     crate::llm::http::client_builder(Duration::from_secs(10))
         .build()
         .unwrap_or_else(|e| {
@@ -223,7 +248,9 @@ impl Agent {
         client: Arc<dyn LlmClient>,
         options: AgentOptions,
     ) -> Result<Self, AgentError> {
-        let tools = services.tools.select(&services.config, &options.toolsets)?;
+        services.connect_mcp().await;
+        let toolsets = crate::mcp::client::session_toolsets(&services.tools, &options.toolsets);
+        let tools = services.tools.select(&services.config, &toolsets)?;
         let system_prompt = services.build_prompt(&options.cwd, &tools.names()).await?;
         let (failover, rekeyed) = Failover::new(
             &services.config,
@@ -266,7 +293,9 @@ impl Agent {
         session: SessionRow,
         options: AgentOptions,
     ) -> Result<Self, AgentError> {
-        let tools = services.tools.select(&services.config, &options.toolsets)?;
+        services.connect_mcp().await;
+        let toolsets = crate::mcp::client::session_toolsets(&services.tools, &options.toolsets);
+        let tools = services.tools.select(&services.config, &toolsets)?;
         let id = session.id.clone();
         let stored = db(&services.store, move |s| s.messages(&id)).await?;
         let mut history: Vec<Message> = stored.into_iter().map(|m| m.message).collect();
@@ -403,6 +432,10 @@ impl Agent {
     }
     pub fn approvals(&self) -> &ApprovalGate {
         &self.approvals
+    }
+    /// The session's scratch state (its todo list), for front ends that show the plan.
+    pub fn scratch(&self) -> Arc<SessionScratch> {
+        self.scratch.clone()
     }
 
     /// Switches the model/provider for later turns (the system prompt stays frozen).

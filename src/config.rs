@@ -20,6 +20,7 @@ pub mod mcp;
 pub mod memory;
 pub mod model_limits;
 pub mod profiles;
+pub mod providers;
 pub mod python_defaults;
 mod python_keys;
 pub mod security;
@@ -356,10 +357,6 @@ impl Config {
         })?;
         config.unsupported = classifier.finish(&doc, path)?;
         config.python_set_aside = python_defaults::set_aside(&mut parsed, &doc, path)?;
-        if !parsed.mcp_servers.is_empty() {
-            // Typed and checked, but no MCP client runs them yet.
-            config.unsupported.push("mcp_servers".to_string());
-        }
         apply(&mut config, &parsed, path)?;
         config.file = parsed;
         config.raw = doc;

@@ -1,5 +1,5 @@
 //! Parsing the command line, with one kindness on top of clap: a Python Hermes command we do not
-//! have yet (`hermes cron`, `hermes mcp`, …) is told so plainly, exit 2, instead of clap's bare
+//! have yet (`hermes cron`, `hermes kanban`, …) is told so plainly, exit 2, instead of clap's bare
 //! "unrecognized subcommand" — a user switching over should know it is missing, not mistyped.
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
@@ -174,9 +174,9 @@ mod tests {
         let m = message(&["hermes", "-m", "cron", "cron", "list"]).unwrap_or_default();
         assert!(m.contains("`hermes cron` is not available yet"), "{m}");
         assert!(
-            message(&["hermes", "mcp"])
+            message(&["hermes", "kanban"])
                 .unwrap_or_default()
-                .contains("`hermes mcp`")
+                .contains("`hermes kanban`")
         );
     }
 

@@ -51,6 +51,18 @@ impl ToolCatalog {
         self.write().deregister_toolset(toolset)
     }
 
+    /// The toolsets whose names start with `prefix` that have tools now (`mcp-`).
+    pub fn toolsets_with_prefix(&self, prefix: &str) -> std::collections::BTreeSet<String> {
+        let tools = self.read();
+        tools
+            .names()
+            .into_iter()
+            .filter_map(|n| tools.get(n))
+            .map(|t| t.toolset().to_string())
+            .filter(|t| t.starts_with(prefix))
+            .collect()
+    }
+
     /// One tool by name.
     pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
         self.read().get(name).cloned()

@@ -4,5 +4,8 @@
 pub mod cross_check;
 pub mod fake_telegram;
 pub mod harness;
+pub mod mcp_http;
+pub mod mcp_servers;
+pub mod mcp_tools;
 pub mod mock_anthropic;
 pub mod mock_llm;

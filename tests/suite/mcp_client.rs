@@ -1,0 +1,235 @@
+//! The MCP client end to end: the real `hermes` binary spawns the stdio test server (or reaches
+//! the Streamable HTTP one), offers its tools as `mcp__<server>__<tool>`, calls them for the
+//! scripted mock LLM and feeds the results back as untrusted data; timeouts, a server dying and
+//! coming back, filters, headers and a server that never answers.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::harness::{TestEnv, stderr, stdout};
+use crate::support::mcp_servers::stdio_entry;
+use crate::support::mock_llm::{MockLlm, Reply};
+
+fn tool_names(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The content of the tool result answering `call_id` in request `i`.
+fn result_of(mock: &MockLlm, i: usize, call_id: &str) -> String {
+    mock.requests()[i]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool" && m["tool_call_id"] == call_id)
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn stdio_tools_are_offered_called_and_wrapped_as_untrusted() {
+    let env = TestEnv::new();
+    env.config(&format!(
+        "mcp_servers:\n  t:\n{}",
+        stdio_entry("    tools:\n      exclude: [die]\n")
+    ));
+    let mock = MockLlm::with_script([
+        Reply::tool_call("c1", "mcp__t__echo", json!({"text": "hi there"})),
+        Reply::tool_call("c2", "mcp__t__hostile", json!({})),
+        Reply::tool_call(
+            "c3",
+            "mcp__t__read_resource",
+            json!({"uri": "memo://hello"}),
+        ),
+        Reply::text("done"),
+    ]);
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "use the tools"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "done\n");
+    assert!(!stderr(&out).contains("not supported"), "{}", stderr(&out));
+    let names = tool_names(&mock.requests()[0]);
+    for want in [
+        "mcp__t__echo",
+        "mcp__t__add",
+        "mcp__t__list_resources",
+        "mcp__t__get_prompt",
+        "terminal",
+    ] {
+        assert!(
+            names.iter().any(|n| n == want),
+            "{want} missing from {names:?}"
+        );
+    }
+    // `tools.exclude` keeps `die` out.
+    assert!(!names.iter().any(|n| n == "mcp__t__die"), "{names:?}");
+    let echo = result_of(&mock, 1, "c1");
+    assert!(echo.contains("echo: hi there"), "{echo}");
+    assert!(echo.contains("trust=\"untrusted\""), "{echo}");
+    let hostile = result_of(&mock, 2, "c2");
+    assert!(hostile.starts_with("warning:"), "{hostile}");
+    let memo = result_of(&mock, 3, "c3");
+    assert!(memo.contains("the memo says hello"), "{memo}");
+    // The server's stderr went to its own log, not to the terminal.
+    let log = std::fs::read_to_string(env.home_path().join("logs/mcp-t.log")).unwrap();
+    assert!(log.contains("mcp test server starting"), "{log}");
+    assert!(!stderr(&out).contains("mcp test server starting"));
+}
+
+#[test]
+fn timeout_keeps_the_connection_and_a_dead_server_comes_back() {
+    let env = TestEnv::new();
+    env.config(&format!(
+        "mcp_servers:\n  t:\n{}",
+        stdio_entry("    timeout: 1\n")
+    ));
+    let mock = MockLlm::with_script([
+        Reply::tool_call("c1", "mcp__t__pid", json!({})),
+        Reply::tool_call("c2", "mcp__t__sleep", json!({"ms": 4000})),
+        Reply::tool_call("c3", "mcp__t__pid", json!({})),
+        Reply::tool_call("c4", "mcp__t__die", json!({})),
+        // Time for the supervisor to see the exit.
+        Reply::tool_call("c5", "mcp__t__echo", json!({"text": "x"}))
+            .delay(Duration::from_millis(400)),
+        // Time for the reconnection (first backoff 0.5 s).
+        Reply::tool_call("c6", "mcp__t__pid", json!({})).delay(Duration::from_millis(2000)),
+        Reply::text("done"),
+    ]);
+    let started = Instant::now();
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "go"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let pid1 = result_of(&mock, 1, "c1");
+    let timed_out = result_of(&mock, 2, "c2");
+    assert!(
+        timed_out.contains("did not answer within 1 s"),
+        "{timed_out}"
+    );
+    assert!(timed_out.contains("connection is kept"), "{timed_out}");
+    // The same server process answers after the timeout.
+    let pid2 = result_of(&mock, 3, "c3");
+    let number = |s: &str| {
+        s.lines()
+            .find(|l| !l.is_empty() && l.chars().all(|c| c.is_ascii_digit()))
+            .unwrap_or("")
+            .to_string()
+    };
+    assert!(!number(&pid1).is_empty(), "{pid1}");
+    assert_eq!(number(&pid1), number(&pid2));
+    let down = result_of(&mock, 5, "c5");
+    assert!(down.contains("not connected"), "{down}");
+    assert!(down.contains("retries in"), "{down}");
+    let pid3 = result_of(&mock, 6, "c6");
+    assert!(!number(&pid3).is_empty(), "after restart: {pid3}");
+    assert_ne!(number(&pid3), number(&pid1), "a new server process answers");
+    // The 4 s sleep was not waited for.
+    assert!(started.elapsed() < Duration::from_secs(20));
+}
+
+#[test]
+fn streamable_http_with_headers_from_env() {
+    let server = crate::support::mcp_http::start();
+    let env = TestEnv::new();
+    std::fs::write(
+        env.home_path().join(".env"),
+        format!("MCP_WEB_TOKEN={}\n", crate::support::mcp_http::TOKEN),
+    )
+    .unwrap();
+    env.config(&format!(
+        "mcp_servers:\n  web:\n    url: http://{}/mcp\n    headers:\n      Authorization: Bearer ${{MCP_WEB_TOKEN}}\n    tools:\n      include: [add]\n",
+        server.addr()
+    ));
+    let mock = MockLlm::with_script([
+        Reply::tool_call("c1", "mcp__web__add", json!({"a": 2, "b": 40})),
+        Reply::text("42"),
+    ]);
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "add"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let names = tool_names(&mock.requests()[0]);
+    let mcp: Vec<&String> = names
+        .iter()
+        .filter(|n| n.starts_with("mcp__web__"))
+        .collect();
+    // `include: [add]` plus the four utility calls (resources and prompts are declared).
+    assert!(mcp.iter().any(|n| *n == "mcp__web__add"), "{names:?}");
+    assert!(!mcp.iter().any(|n| *n == "mcp__web__echo"), "{names:?}");
+    let sum = result_of(&mock, 1, "c1");
+    assert!(sum.contains("\n42\n"), "{sum}");
+    // The header's secret is in no log.
+    for entry in std::fs::read_dir(env.home_path().join("logs")).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap_or_default();
+        assert!(!text.contains(crate::support::mcp_http::TOKEN));
+    }
+
+    // `hermes mcp test` connects, lists and times it.
+    let out = env
+        .bare_cmd()
+        .args(["mcp", "test", "web"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = stdout(&out);
+    assert!(
+        report.contains("connected in") && report.contains("mcp__web__add"),
+        "{report}"
+    );
+    assert!(
+        report.contains("left out by tools.include/exclude"),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_server_that_never_answers_delays_the_first_request_at_most_the_discovery_timeout() {
+    let env = TestEnv::new();
+    env.config(&format!(
+        "mcp_discovery_timeout: 0.3\nmcp_servers:\n  hang:\n{}  t:\n{}",
+        stdio_entry("    connect_timeout: 1\n    env:\n      MCP_TEST_HANG: '1'\n"),
+        stdio_entry("")
+    ));
+    let mock = MockLlm::with_script([Reply::text("fine")]);
+    let started = Instant::now();
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "hi"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "fine\n");
+    // The answering server's tools are there; the silent one has none and held nothing up.
+    let names = tool_names(&mock.requests()[0]);
+    assert!(names.iter().any(|n| n == "mcp__t__echo"), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n.starts_with("mcp__hang__")),
+        "{names:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // `hermes mcp list` shows both, with the status of each.
+    let out = env.bare_cmd().args(["mcp", "list"]).output().unwrap();
+    let listed = stdout(&out);
+    assert!(listed.contains("connected, 6 tools"), "{listed}");
+}
