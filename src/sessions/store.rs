@@ -15,6 +15,7 @@ mod gateway;
 mod ledger;
 mod listing;
 mod queue;
+mod read_only;
 mod rows;
 #[cfg(test)]
 mod tests;
