@@ -609,3 +609,47 @@ fn an_editor_that_never_answers_is_a_denial() {
     assert!(result.contains("no answer"), "{result}");
     editor.finish();
 }
+
+#[test]
+fn the_model_option_switches_the_model_for_later_turns() {
+    let env = TestEnv::new();
+    let mock = MockLlm::with_script([Reply::text("from b")]);
+    mock.set_models(&["test-model", "model-b"]);
+    let mut editor = Editor::start(&env, &mock);
+    editor.initialize();
+    let r = editor.call(
+        "session/new",
+        json!({"cwd": env.cwd.path(), "mcpServers": []}),
+    );
+    let session = r["result"]["sessionId"].as_str().unwrap().to_string();
+    let values: Vec<&str> = r["result"]["configOptions"][0]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["value"].as_str().unwrap())
+        .collect();
+    assert_eq!(values, ["test-model", "model-b"], "{r}");
+    let set = editor.call(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "model", "value": "model-b"}),
+    );
+    assert_eq!(
+        set["result"]["configOptions"][0]["currentValue"], "model-b",
+        "{set}"
+    );
+    let done = editor.call("session/prompt", prompt(&session, "hi"));
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    assert_eq!(mock.requests().last().unwrap()["model"], "model-b");
+    let bad = editor.call(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "mode", "value": "x"}),
+    );
+    assert!(
+        bad["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown option"),
+        "{bad}"
+    );
+    editor.finish();
+}
