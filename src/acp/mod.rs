@@ -4,7 +4,7 @@
 //!
 //! - `initialize` (capabilities: load, list, embedded context), `authenticate` (nothing to do
 //!   when a provider resolved; a clear error saying how to configure one otherwise);
-//! - `session/new|load|list` on state.db sessions with source `acp` (`session.rs`);
+//! - `session/new|load|resume|list` on state.db sessions with source `acp` (`session.rs`);
 //! - `session/prompt` runs one turn of the session's `Agent` and streams it as session updates
 //!   (`turn.rs`, translations in `updates.rs`); `session/cancel` fires the turn's cancel token,
 //!   which kills a running command as SIGINT does in the terminal;
@@ -29,8 +29,9 @@ use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateRequest, AuthenticateResponse,
     CancelNotification, Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
     ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
-    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
-    SessionListCapabilities, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, ResumeSessionRequest,
+    ResumeSessionResponse, SessionCapabilities, SessionListCapabilities, SessionResumeCapabilities,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, ErrorCode, Lines};
@@ -97,7 +98,8 @@ pub async fn serve(
     transport: impl agent_client_protocol::ConnectTo<agent_client_protocol::Agent> + 'static,
 ) -> Result<(), AcpError> {
     let server = Arc::new(AcpServer::new(setup));
-    let (s1, s2, s3, s4, s5, s6, s7, s8) = (
+    let (s1, s2, s3, s4, s5, s6, s7, s8, s9) = (
+        server.clone(),
         server.clone(),
         server.clone(),
         server.clone(),
@@ -152,6 +154,21 @@ pub async fn serve(
                 let server = s4.clone();
                 tokio::spawn(async move {
                     match server.load_session(&req.session_id.0, &req.cwd, &cx).await {
+                        Ok(r) => responder.respond(r),
+                        Err(e) => responder.respond_with_error(e),
+                    }
+                });
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: ResumeSessionRequest,
+                        responder: Responder<ResumeSessionResponse>,
+                        _cx: ConnectionTo<Client>| {
+                let server = s9.clone();
+                tokio::spawn(async move {
+                    match server.resume_session(&req.session_id.0, &req.cwd).await {
                         Ok(r) => responder.respond(r),
                         Err(e) => responder.respond_with_error(e),
                     }
@@ -226,7 +243,11 @@ fn initialize(server: &AcpServer, req: &InitializeRequest) -> InitializeResponse
     let caps = AgentCapabilities::new()
         .load_session(true)
         .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
-        .session_capabilities(SessionCapabilities::new().list(SessionListCapabilities::new()));
+        .session_capabilities(
+            SessionCapabilities::new()
+                .list(SessionListCapabilities::new())
+                .resume(SessionResumeCapabilities::new()),
+        );
     let auth = match server.provider_error() {
         None => Vec::new(),
         Some(why) => vec![AuthMethod::Agent(

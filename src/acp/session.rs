@@ -10,9 +10,10 @@ use std::time::Duration;
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    ListSessionsResponse, LoadSessionResponse, NewSessionResponse, SessionConfigOption,
-    SessionConfigOptionCategory, SessionConfigOptionValue, SessionConfigSelectOption, SessionInfo,
-    SessionNotification, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+    ListSessionsResponse, LoadSessionResponse, NewSessionResponse, ResumeSessionResponse,
+    SessionConfigOption, SessionConfigOptionCategory, SessionConfigOptionValue,
+    SessionConfigSelectOption, SessionInfo, SessionNotification, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse,
 };
 use agent_client_protocol::{Client, Error};
 use tokio_util::sync::CancellationToken;
@@ -123,15 +124,25 @@ impl AcpServer {
         Ok(NewSessionResponse::new(id).config_options(options))
     }
 
-    /// Opens a stored session and replays its conversation to the editor before answering.
-    pub async fn load_session(
+    /// The stored session `id` as an open one (opened now unless this connection has it):
+    /// its history and model.
+    async fn open_stored(
         &self,
         id: &str,
         cwd: &Path,
-        cx: &ConnectionTo<Client>,
-    ) -> Result<LoadSessionResponse, Error> {
+    ) -> Result<(Vec<crate::llm::Message>, String), Error> {
         let client = self.client()?;
         let options = self.options_for(cwd)?;
+        let open = self
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id)
+            .cloned();
+        if let Some(session) = open {
+            let agent = session.agent.lock().await;
+            return Ok((agent.history().to_vec(), agent.model().to_string()));
+        }
         let wanted = id.to_string();
         let row = self
             .services
@@ -140,31 +151,38 @@ impl AcpServer {
             .await
             .map_err(|e| rpc_error(-32603, format!("cannot read state.db: {e}")))?
             .ok_or_else(|| invalid(format!("no session `{id}` in state.db")))?;
-        let open = self
-            .sessions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(id)
-            .cloned();
-        let (history, model) = match open {
-            Some(session) => {
-                let agent = session.agent.lock().await;
-                (agent.history().to_vec(), agent.model().to_string())
-            }
-            None => {
-                let agent = Agent::resume(self.services.clone(), client, row, options)
-                    .await
-                    .map_err(|e| rpc_error(-32603, format!("cannot open session `{id}`: {e}")))?;
-                let out = (agent.history().to_vec(), agent.model().to_string());
-                self.keep(agent, cwd);
-                out
-            }
-        };
+        let agent = Agent::resume(self.services.clone(), client, row, options)
+            .await
+            .map_err(|e| rpc_error(-32603, format!("cannot open session `{id}`: {e}")))?;
+        let out = (agent.history().to_vec(), agent.model().to_string());
+        self.keep(agent, cwd);
+        Ok(out)
+    }
+
+    /// Opens a stored session and replays its conversation to the editor before answering.
+    pub async fn load_session(
+        &self,
+        id: &str,
+        cwd: &Path,
+        cx: &ConnectionTo<Client>,
+    ) -> Result<LoadSessionResponse, Error> {
+        let (history, model) = self.open_stored(id, cwd).await?;
         for update in updates::replay(&history, cwd) {
             cx.send_notification(SessionNotification::new(id.to_string(), update))?;
         }
         let options = self.config_options(&model).await;
         Ok(LoadSessionResponse::new().config_options(options))
+    }
+
+    /// Opens a stored session without replaying it (the editor still shows it).
+    pub async fn resume_session(
+        &self,
+        id: &str,
+        cwd: &Path,
+    ) -> Result<ResumeSessionResponse, Error> {
+        let (_, model) = self.open_stored(id, cwd).await?;
+        let options = self.config_options(&model).await;
+        Ok(ResumeSessionResponse::new().config_options(options))
     }
 
     /// Editor sessions, newest first, optionally only those in `cwd`; `cursor` is the offset.

@@ -162,7 +162,12 @@ async fn forward(
                     cancel.clone(),
                 );
                 tokio::spawn(async move {
-                    let _ = respond.send(ask.await);
+                    let mut respond = respond;
+                    // The gate stops waiting at its timeout (a denial); so does this question.
+                    tokio::select! {
+                        choice = ask => { let _ = respond.send(choice); }
+                        _ = respond.closed() => {}
+                    }
                 });
             }
             AgentEvent::Retrying { message, .. } | AgentEvent::Switched { message, .. } => {

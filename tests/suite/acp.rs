@@ -529,3 +529,127 @@ fn file_edits_are_asked_and_a_rejected_edit_is_not_written() {
     assert!(rejected.contains("rejected this edit"), "{rejected}");
     editor.finish();
 }
+
+#[test]
+fn resume_opens_a_stored_session_without_replaying_it() {
+    let env = TestEnv::new();
+    let mock = MockLlm::with_script([Reply::text("first answer")]);
+    let mut editor = Editor::start(&env, &mock);
+    let init = editor.initialize();
+    assert_eq!(
+        init["agentCapabilities"]["sessionCapabilities"]["resume"],
+        json!({}),
+        "{init}"
+    );
+    let session = editor.new_session(env.cwd.path());
+    editor.call(
+        "session/prompt",
+        prompt(&session, "remember the word kumquat"),
+    );
+    editor.finish();
+
+    let mut editor = Editor::start(&env, &mock);
+    editor.initialize();
+    let mut updates = Vec::new();
+    let resumed = editor.call_with(
+        "session/resume",
+        json!({"sessionId": session, "cwd": env.cwd.path(), "mcpServers": []}),
+        &mut updates,
+        &mut |_, req| panic!("unexpected request {req}"),
+    );
+    assert!(resumed.get("error").is_none(), "{resumed}");
+    assert!(updates.is_empty(), "resume does not replay: {updates:#?}");
+    mock.push(Reply::text("kumquat"));
+    let done = editor.call("session/prompt", prompt(&session, "which word?"));
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let last = mock.requests().last().cloned().unwrap().to_string();
+    assert!(last.contains("remember the word kumquat"), "{last}");
+    let unknown = editor.call(
+        "session/resume",
+        json!({"sessionId": "no-such-session", "cwd": env.cwd.path(), "mcpServers": []}),
+    );
+    assert!(
+        unknown["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no session"),
+        "{unknown}"
+    );
+    editor.finish();
+}
+
+#[test]
+fn an_editor_that_never_answers_is_a_denial() {
+    let env = TestEnv::new();
+    env.config("approvals:\n  timeout: 1\n");
+    let victim = env.write("build/keep.txt", "precious\n");
+    let mock = MockLlm::with_script([
+        Reply::tool_call("c1", "terminal", json!({"command": GENERATED})),
+        Reply::text("gave up"),
+    ]);
+    let mut editor = Editor::start(&env, &mock);
+    editor.initialize();
+    let session = editor.new_session(env.cwd.path());
+    let mut asked = 0;
+    let mut updates = Vec::new();
+    // The question is received and left unanswered.
+    let done = editor.call_with(
+        "session/prompt",
+        prompt(&session, "clean up"),
+        &mut updates,
+        &mut |_, req| {
+            assert_eq!(req["method"], "session/request_permission", "{req}");
+            asked += 1;
+        },
+    );
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    assert_eq!(asked, 1);
+    assert!(victim.exists(), "an unanswered question ran the command");
+    let result = mock.requests()[1].to_string();
+    assert!(result.contains("no answer"), "{result}");
+    editor.finish();
+}
+
+#[test]
+fn the_model_option_switches_the_model_for_later_turns() {
+    let env = TestEnv::new();
+    let mock = MockLlm::with_script([Reply::text("from b")]);
+    mock.set_models(&["test-model", "model-b"]);
+    let mut editor = Editor::start(&env, &mock);
+    editor.initialize();
+    let r = editor.call(
+        "session/new",
+        json!({"cwd": env.cwd.path(), "mcpServers": []}),
+    );
+    let session = r["result"]["sessionId"].as_str().unwrap().to_string();
+    let values: Vec<&str> = r["result"]["configOptions"][0]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["value"].as_str().unwrap())
+        .collect();
+    assert_eq!(values, ["test-model", "model-b"], "{r}");
+    let set = editor.call(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "model", "value": "model-b"}),
+    );
+    assert_eq!(
+        set["result"]["configOptions"][0]["currentValue"], "model-b",
+        "{set}"
+    );
+    let done = editor.call("session/prompt", prompt(&session, "hi"));
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    assert_eq!(mock.requests().last().unwrap()["model"], "model-b");
+    let bad = editor.call(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "mode", "value": "x"}),
+    );
+    assert!(
+        bad["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown option"),
+        "{bad}"
+    );
+    editor.finish();
+}
