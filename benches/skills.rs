@@ -107,7 +107,15 @@ fn main() {
         .map(|i| {
             let name = format!("skill-{:04}", (i * 37) % 1_000);
             let t = Instant::now();
-            let v = hermes::tools::skills::view(&store, &config, "bench", &name, None).unwrap();
+            let v = hermes::tools::skills::view(
+                &store,
+                &config,
+                &Default::default(),
+                "bench",
+                &name,
+                None,
+            )
+            .unwrap();
             let d = t.elapsed();
             assert_eq!(v["name"], name.as_str());
             d

@@ -20,6 +20,7 @@ pub mod mcp;
 pub mod memory;
 pub mod model_limits;
 pub mod profiles;
+pub mod python_defaults;
 mod python_keys;
 pub mod security;
 pub mod skills;
@@ -216,6 +217,8 @@ pub struct Config {
     pub file: file::ConfigFile,
     /// Keys of the file only Python Hermes uses, in document order (`unsupported_keys`).
     unsupported: Vec<String>,
+    /// Python Hermes defaults set aside in a file it wrote (`python_defaults.rs`).
+    python_set_aside: Vec<String>,
     /// The whole document after `${VAR}` expansion (sections not typed yet read it).
     pub raw: Value,
 }
@@ -258,6 +261,7 @@ impl Config {
             delegation: delegation::DelegationConfig::default(),
             file: file::ConfigFile::default(),
             unsupported: Vec::new(),
+            python_set_aside: Vec::new(),
             raw: Value::Null,
         }
     }
@@ -296,6 +300,11 @@ impl Config {
                 self.unsupported.join(", ")
             )
         })
+    }
+
+    /// The one stderr line for Python Hermes defaults treated as unset (`python_defaults.rs`).
+    pub fn python_defaults_warning(&self) -> Option<String> {
+        python_defaults::warning(&self.python_set_aside)
     }
 
     /// Loads `.env` and `config.yaml` from `home`. A missing config.yaml means defaults.
@@ -340,12 +349,13 @@ impl Config {
             serde_path_to_error::deserialize(serde_ignored::Deserializer::new(&doc, &mut |p| {
                 classifier.ignored(p)
             }));
-        let parsed = parsed.map_err(|e| ConfigError::Type {
+        let mut parsed = parsed.map_err(|e| ConfigError::Type {
             path: path.to_path_buf(),
             key: e.path().to_string(),
             message: e.into_inner().to_string(),
         })?;
         config.unsupported = classifier.finish(&doc, path)?;
+        config.python_set_aside = python_defaults::set_aside(&mut parsed, &doc, path)?;
         if !parsed.mcp_servers.is_empty() {
             // Typed and checked, but no MCP client runs them yet.
             config.unsupported.push("mcp_servers".to_string());

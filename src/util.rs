@@ -1,8 +1,10 @@
-//! Small helpers shared across subsystems: atomic file writes, text truncation, the file lock
+//! Small helpers shared across subsystems: atomic file writes, text truncation, where a path
+//! really points (`real_path`), the file lock
 //! with a timeout (`file_lock`) and the off-runtime helper for blocking work (`offload`).
 
 pub mod file_lock;
 pub mod offload;
+pub mod real_path;
 
 use std::io::Write;
 use std::path::Path;

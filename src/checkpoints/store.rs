@@ -12,7 +12,7 @@ use git2::{Oid, Repository, RepositoryInitOptions};
 
 use crate::checkpoints::pack::{self, Kind, PackWriter};
 use crate::checkpoints::{CheckpointError, Limits, stat_cache};
-use crate::security::paths;
+use crate::tools::file_path;
 
 /// File in the shadow directory naming the work tree it belongs to.
 const WORKDIR_FILE: &str = "hermes-workdir";
@@ -181,8 +181,7 @@ impl ShadowRepo {
     /// carry the write outside it.
     fn inside(&self, rel: &Path) -> Result<PathBuf, CheckpointError> {
         let given = rel.to_string_lossy();
-        paths::check_relative(&given).map_err(|e| CheckpointError::Unsafe(e.to_string()))?;
-        paths::ensure_within(&self.workdir, rel).map_err(|e| CheckpointError::Unsafe(e.to_string()))
+        file_path::within(&self.workdir, &given).map_err(|e| CheckpointError::Unsafe(e.to_string()))
     }
 
     fn write_blob(

@@ -1,5 +1,7 @@
 //! Command-line arguments (clap derive). Names follow Python Hermes where they overlap.
 
+use std::ffi::OsString;
+
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
@@ -12,8 +14,11 @@ pub struct Cli {
     #[command(flatten)]
     pub run: RunArgs,
 
-    /// Use profile NAME ($HERMES_HOME/profiles/NAME) for this command.
-    #[arg(short = 'p', long = "profile", value_name = "NAME", global = true)]
+    /// Use profile NAME ($HERMES_HOME/profiles/NAME) for this command (before or after it).
+    /// Not `global`: [`take_profile`] lifts it out of the whole command line before clap
+    /// parses, as Python Hermes does, so it works anywhere without showing in every
+    /// subcommand's help.
+    #[arg(short = 'p', long = "profile", value_name = "NAME")]
     pub profile: Option<String>,
 
     #[command(subcommand)]
@@ -139,6 +144,8 @@ pub enum Command {
     },
     /// Choose a provider and model, save the key to .env, write config.yaml, make a test call.
     Setup(crate::cli::setup::wizard::SetupArgs),
+    /// Show the default model and where it comes from, list the endpoint's models, or switch.
+    Model(crate::cli::model_cmd::ModelArgs),
     /// Show the last lines of $HERMES_HOME/logs, or follow them.
     Logs(crate::cli::logs_cmd::LogsArgs),
     /// Print a shell completion script: `hermes completion bash > ~/.local/share/bash-completion/completions/hermes`.
@@ -242,8 +249,132 @@ pub enum SessionsCommand {
     },
 }
 
+impl SessionsCommand {
+    /// Whether the command never writes state.db (it may then open it read-only).
+    pub fn only_reads(&self) -> bool {
+        matches!(
+            self,
+            SessionsCommand::List { .. }
+                | SessionsCommand::Show { .. }
+                | SessionsCommand::Export { .. }
+                | SessionsCommand::Search { .. }
+                | SessionsCommand::Stats { .. }
+        )
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ExportFormat {
     Jsonl,
     Md,
+}
+
+/// Options whose next word is their value, so a `-p` there is not ours (Python Hermes's
+/// `_apply_profile_override` skips the same top-level ones).
+const VALUE_FLAGS: &[&str] = &[
+    "-z",
+    "--oneshot",
+    "-m",
+    "--model",
+    "--provider",
+    "--base-url",
+    "--api-key",
+    "-t",
+    "--toolsets",
+    "-r",
+    "--resume",
+    "--max-turns",
+];
+
+/// Removes `-p NAME`, `--profile NAME` or `--profile=NAME` from anywhere in `argv` (before or
+/// after the subcommand) and returns NAME, as Python Hermes does before its argparse runs.
+/// Scanning stops at `--` and at `mcp add … --args` (the rest is another program's argv). A
+/// `-p` with no word after it is left for clap to report.
+pub fn take_profile(argv: &mut Vec<OsString>) -> Option<String> {
+    let words: Vec<String> = argv
+        .iter()
+        .map(|w| w.to_string_lossy().into_owned())
+        .collect();
+    let mut i = 1;
+    while i < words.len() {
+        let word = words[i].as_str();
+        if word == "--" {
+            return None;
+        }
+        if word == "--args"
+            && let Some(mcp) = words[1..i].iter().position(|w| w == "mcp")
+            && words[mcp + 2..i].iter().any(|w| w == "add")
+        {
+            return None;
+        }
+        if matches!(word, "-p" | "--profile") && i + 1 < words.len() {
+            argv.drain(i..i + 2);
+            return Some(words[i + 1].clone());
+        }
+        if let Some(name) = word.strip_prefix("--profile=") {
+            argv.remove(i);
+            return Some(name.to_string());
+        }
+        i += if VALUE_FLAGS.contains(&word) { 2 } else { 1 };
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn take(args: &[&str]) -> (Option<String>, Vec<String>) {
+        let mut argv: Vec<OsString> = args.iter().map(Into::into).collect();
+        let profile = take_profile(&mut argv);
+        let rest = argv
+            .iter()
+            .map(|w| w.to_string_lossy().into_owned())
+            .collect();
+        (profile, rest)
+    }
+
+    #[test]
+    fn profile_is_taken_before_or_after_the_subcommand() {
+        for args in [
+            &["hermes", "-p", "work", "sessions", "list"][..],
+            &["hermes", "sessions", "list", "-p", "work"],
+            &["hermes", "sessions", "--profile", "work", "list"],
+            &["hermes", "--profile=work", "sessions", "list"],
+        ] {
+            let (profile, rest) = take(args);
+            assert_eq!(profile.as_deref(), Some("work"), "{args:?}");
+            assert_eq!(rest, ["hermes", "sessions", "list"], "{args:?}");
+        }
+    }
+
+    #[test]
+    fn values_and_passthrough_are_left_alone() {
+        assert_eq!(take(&["hermes", "-z", "-p", "x"]).0, None);
+        assert_eq!(take(&["hermes", "-m", "-p"]).0, None);
+        assert_eq!(take(&["hermes", "send", "t", "--", "-p", "x"]).0, None);
+        assert_eq!(
+            take(&["hermes", "mcp", "add", "d", "--args", "--profile", "x"]).0,
+            None
+        );
+        let (profile, rest) = take(&["hermes", "-p"]);
+        assert_eq!(profile, None);
+        assert_eq!(rest, ["hermes", "-p"]);
+    }
+
+    #[test]
+    fn profile_shows_in_top_level_help_only() {
+        let mut command = Cli::command();
+        // Built, as `--help` sees it (a global option reaches subcommands only then).
+        command.build();
+        let top = command.render_long_help().to_string();
+        assert!(top.contains("--profile"), "{top}");
+        let sessions = command
+            .find_subcommand_mut("sessions")
+            .map(|c| c.render_long_help().to_string())
+            .unwrap_or_default();
+        assert!(sessions.contains("Usage"), "{sessions}");
+        assert!(!sessions.contains("--profile"), "{sessions}");
+    }
 }

@@ -8,9 +8,9 @@ use clap::Subcommand;
 use serde_json::Value;
 
 use crate::cli::{CliError, exit};
-use crate::config::env_file;
 use crate::config::yaml_edit::{self, inline_yaml};
 use crate::config::{Config, EnvVars, HermesHome};
+use crate::config::{env_file, python_defaults};
 use crate::security::{redact, secrets};
 
 #[derive(Debug, Subcommand)]
@@ -84,6 +84,7 @@ pub fn run(home: &HermesHome, action: ConfigCommand) -> Result<u8, CliError> {
             let value = parse_value(&value);
             let text = read(home)?;
             let new = yaml_edit::set(&text, &key, &value).map_err(edit_error)?;
+            let new = record_choice(&new, &key, Some(&value))?;
             write_checked(home, &new)?;
             eprintln!("set {key} in {}", path.display());
             Ok(exit::OK)
@@ -91,6 +92,7 @@ pub fn run(home: &HermesHome, action: ConfigCommand) -> Result<u8, CliError> {
         ConfigCommand::Unset { key } => {
             let text = read(home)?;
             let new = yaml_edit::unset(&text, &key).map_err(edit_error)?;
+            let new = record_choice(&new, &key, None)?;
             write_checked(home, &new)?;
             eprintln!("removed {key} from {}", path.display());
             Ok(exit::OK)
@@ -169,7 +171,30 @@ fn check(home: &HermesHome) -> Result<u8, CliError> {
             config.unsupported_keys().join(", ")
         );
     }
+    if let Some(w) = config.python_defaults_warning() {
+        println!("{}", w.replacen("config.yaml: ", "", 1));
+    }
     Ok(exit::OK)
+}
+
+/// `text` with the boundary-key choice list brought up to date after setting (`Some`) or
+/// removing (`None`) `key`: a value equal to Python Hermes's default, set here, is the user's
+/// choice and must be honoured even in a file Python Hermes wrote (`config/python_defaults.rs`).
+fn record_choice(text: &str, key: &str, value: Option<&Value>) -> Result<String, CliError> {
+    if !python_defaults::is_boundary_key(key) {
+        return Ok(text.to_string());
+    }
+    let doc: Value = serde_saphyr::from_str(text).unwrap_or(Value::Null);
+    let Some(list) = python_defaults::chosen_after(&doc, key, value) else {
+        return Ok(text.to_string());
+    };
+    let edited = if list.is_empty() {
+        yaml_edit::unset(text, python_defaults::CHOSEN_KEY)
+    } else {
+        let list = Value::Array(list.into_iter().map(Value::String).collect());
+        yaml_edit::set(text, python_defaults::CHOSEN_KEY, &list)
+    };
+    edited.map_err(edit_error)
 }
 
 fn edit_error(e: yaml_edit::EditError) -> CliError {

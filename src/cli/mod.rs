@@ -12,6 +12,7 @@ pub mod insights_cmd;
 pub mod logs_cmd;
 pub mod markdown;
 pub mod memory_cmd;
+pub mod model_cmd;
 pub mod not_yet;
 pub mod oneshot;
 pub mod profile_cmd;
@@ -124,9 +125,17 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         eprintln!("{warning}");
         tracing::warn!("{warning}");
     }
+    if let Some(warning) = config.python_defaults_warning() {
+        eprintln!("{warning}");
+        tracing::warn!("{warning}");
+    }
     match command {
         Some(args::Command::Sessions { action }) => {
-            let store = setup::open_store(&config)?;
+            let store = if action.only_reads() {
+                setup::open_store_for_reading(&config)?
+            } else {
+                setup::open_store(&config)?
+            };
             let redactor = crate::security::redact::Redactor::new(
                 crate::security::secrets::collect(&config),
                 config.security.redact_secrets,
@@ -159,6 +168,7 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         )),
         Some(args::Command::Claw { action }) => claw::run(&config, action),
         Some(args::Command::Setup(setup_args)) => setup::wizard::run(&runtime, &config, setup_args),
+        Some(args::Command::Model(model)) => model_cmd::run(&runtime, &cli.run, &config, model),
         Some(args::Command::Logs(logs)) => logs_cmd::run(&config, logs),
         Some(args::Command::Completion { shell }) => completion_cmd::run(shell),
         Some(args::Command::Insights { days, json }) => {

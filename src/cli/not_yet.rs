@@ -80,9 +80,13 @@ const PYTHON_FLAGS: &[&str] = &["-s", "--skills", "--usage-file"];
 
 /// Parses `std::env::args`, exiting as clap does on `--help`, `--version` and errors.
 pub fn parse() -> Cli {
-    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let profile = crate::cli::args::take_profile(&mut argv);
     match Cli::try_parse_from(&argv) {
-        Ok(cli) => cli,
+        Ok(mut cli) => {
+            cli.profile = profile.or(cli.profile);
+            cli
+        }
         Err(e) => {
             if let Some(message) = not_available(&e, &argv) {
                 eprintln!("{message}");

@@ -84,6 +84,16 @@ pub fn open_store(config: &Config) -> Result<Arc<SessionStore>, CliError> {
     Ok(Arc::new(store))
 }
 
+/// Opens state.db for a command that only reads: read-only and without the schema pass when
+/// the file is complete (fast on a large archive), else as [`open_store`] does.
+pub fn open_store_for_reading(config: &Config) -> Result<Arc<SessionStore>, CliError> {
+    let path = config.home.state_db();
+    match SessionStore::open_existing_read_only(&path, Duration::from_secs(5))? {
+        Some(store) => Ok(Arc::new(store)),
+        None => open_store(config),
+    }
+}
+
 /// Resolves the provider from flags, config and environment, and builds its client.
 pub async fn make_client(args: &RunArgs, config: &Config) -> Result<Arc<dyn LlmClient>, CliError> {
     let flags = ProviderFlags {

@@ -164,8 +164,7 @@ fn view(store: &SkillStore, name: &str, file: Option<&str>) -> Result<u8, CliErr
         }
         return Ok(exit::OK);
     };
-    crate::security::paths::check_relative(file).map_err(|e| CliError::Setup(e.to_string()))?;
-    let path = crate::security::paths::ensure_within(&skill.dir, Path::new(file))
+    let path = crate::tools::file_path::within(&skill.dir, file)
         .map_err(|e| CliError::Setup(e.to_string()))?;
     let bytes = std::fs::read(&path)
         .map_err(|e| CliError::NotFound(format!("cannot read {file} in `{name}`: {e}")))?;

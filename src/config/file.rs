@@ -88,6 +88,9 @@ pub struct ConfigFile {
     /// `api_server.approvals` / `platforms.api_server.approvals` (approval policy).
     pub api_server: Option<Value>,
     pub platforms: Option<Value>,
+    /// Boundary keys the user chose although they equal Python Hermes's default (ours;
+    /// `python_defaults.rs`).
+    pub hermes_explicit: Option<Vec<String>>,
     /// Python Hermes' schema version; kept, not interpreted.
     #[serde(rename = "_config_version")]
     pub config_version: Option<Value>,

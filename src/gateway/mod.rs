@@ -3,7 +3,8 @@
 //! chunked delivery and event hooks.
 //!
 //! Files: `platform.rs` (adapter trait, events, session keys), `telegram.rs` (Bot API),
-//! `runner.rs` (supervision, intake, routing, the per-chat inbox cap), `settings.rs` (knobs and
+//! `runner.rs` (supervision, intake, routing, the per-chat inbox cap) with `runner_rules.rs`
+//! (the adapter rules: id epochs, no empty batches without a wait), `settings.rs` (knobs and
 //! who is allowed), `session.rs` (per-session worker; a panic in a turn stays in its chat),
 //! `ledger.rs` (exactly-once records and delivery), `delivery.rs` (chunking), `hooks.rs`,
 //! `api_server.rs` (OpenAI-compatible HTTP front end) on `api_listener.rs` (accept loop with
@@ -19,6 +20,7 @@ pub mod pairing;
 pub mod platform;
 pub mod retention;
 pub mod runner;
+mod runner_rules;
 pub mod session;
 pub mod settings;
 pub mod telegram;

@@ -128,14 +128,20 @@ impl AdapterError {
 /// A chat platform. Implementations hold no routing state: the runner passes the receive cursor
 /// (persisted in state.db) and owns everything above the wire.
 ///
-/// Two rules every adapter must follow:
-/// - **Update ids stay unique across restarts** (of the adapter and of the platform's server):
-///   inbound updates are de-duplicated by `(platform, platform_update_id)` and the cursor is
-///   saved per platform, so an adapter whose ids restart at 0 would have new messages taken for
-///   old ones. Derive ids from something the platform keeps (Telegram's `update_id`), or persist
-///   an id base.
-/// - **`receive` waits** for messages (long polling) rather than returning an empty batch at
-///   once; an empty batch after a wait is normal.
+/// Two rules every adapter must follow (the runner enforces what it can, `runner.rs`):
+/// 1. **Update ids are unique across restarts**, or the adapter names their epoch. Inbound
+///    updates are de-duplicated by `(platform, platform_update_id)` and the cursor is saved per
+///    platform, so ids that restart at 0 would be taken for old ones (or never asked for). Ids
+///    the platform keeps (Telegram's `update_id`) need nothing more. Otherwise implement
+///    [`PlatformAdapter::id_epoch`]: a name for the current id sequence that changes whenever
+///    the ids restart (the platform server's boot id, a random value drawn when the adapter's
+///    own counter starts). When it differs from the recorded one, the runner starts the cursor
+///    afresh and shifts the new sequence's ids above every id recorded for the platform, so
+///    nothing is lost and nothing is answered twice. Ids going below the cursor without a new
+///    epoch are logged as a broken rule.
+/// 2. **`receive` waits** for messages (long polling) rather than returning an empty batch at
+///    once; an empty batch after a wait is normal. Empty batches returned without waiting are
+///    logged as a broken rule and backed off, so a broken adapter cannot spin a core.
 #[async_trait::async_trait]
 pub trait PlatformAdapter: Send + Sync {
     /// Platform name as in config and session keys (`telegram`).
@@ -153,8 +159,16 @@ pub trait PlatformAdapter: Send + Sync {
     /// Checks credentials / opens connections.
     async fn connect(&self) -> Result<(), AdapterError>;
     async fn disconnect(&self) {}
-    /// Waits for the next batch of messages after `cursor` (long polling). An empty batch is normal.
+    /// Waits for the next batch of messages after `cursor` (long polling). An empty batch after
+    /// a wait is normal; an immediate one breaks rule 2.
     async fn receive(&self, cursor: Option<i64>) -> Result<Vec<MessageEvent>, AdapterError>;
+    /// Rule 1: the name of the sequence `platform_update_id`s are drawn from, for a platform
+    /// whose ids restart (`None`, the default: ids are unique across restarts). Read after
+    /// `connect` and before every `receive`; the batch a `receive` returns belongs to the epoch
+    /// read just before it.
+    fn id_epoch(&self) -> Option<String> {
+        None
+    }
     /// The cursor to pass after having durably recorded `event`.
     fn cursor_after(&self, event: &MessageEvent) -> i64 {
         event.platform_update_id + 1

@@ -3,7 +3,8 @@
 //! before acting on it (duplicates ignored, also across restarts), authorises senders, handles
 //! the control commands that must bypass a busy session (`/stop`, `/approve`, `/deny`) and routes
 //! everything else to the session's FIFO inbox. On start it first finishes what a previous run
-//! left: pending deliveries, then accepted-but-unanswered messages.
+//! left: pending deliveries, then accepted-but-unanswered messages. The adapter rules (ids
+//! unique across restarts or an id epoch; `receive` waits) are enforced by `runner_rules.rs`.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
@@ -21,6 +22,7 @@ use crate::gateway::pairing::{self, PairingRequest};
 use crate::gateway::platform::{
     AdapterError, ChatType, MessageEvent, PlatformAdapter, SendOptions, build_session_key,
 };
+use crate::gateway::runner_rules::{EmptyBatches, IdSpace};
 use crate::gateway::session::{SessionControl, deliver_row, lock, run_worker};
 pub use crate::gateway::settings::{Authorizer, GatewaySettings};
 use crate::llm::LlmClient;
@@ -460,7 +462,7 @@ pub async fn supervise(ctx: Arc<PlatformCtx>) -> Result<(), AdapterError> {
     if let Err(e) = ctx.recover().await {
         tracing::error!(%platform, error = %e, "recovery of the previous run failed");
     }
-    let cursor_key = format!("{platform}.cursor");
+    let cursor_key = crate::sessions::SessionStore::gateway_cursor_key(&platform);
     let ck = cursor_key.clone();
     let mut cursor: Option<i64> = ctx
         .services
@@ -472,7 +474,24 @@ pub async fn supervise(ctx: Arc<PlatformCtx>) -> Result<(), AdapterError> {
         .and_then(|v| v.parse().ok());
     let mut backoff = Duration::from_secs(1);
     let mut last_sweep = Instant::now();
+    let mut ids = IdSpace::new(&platform);
+    let mut empties = EmptyBatches::default();
     loop {
+        match ids.sync(ctx.adapter.as_ref(), &ctx.services.store).await {
+            Ok(true) => cursor = None,
+            Ok(false) => {}
+            Err(e) => {
+                // Without the id base no update can be recorded safely: wait, then retry.
+                tracing::error!(%platform, error = %e, "cannot record the id epoch");
+                tokio::select! {
+                    _ = ctx.shutdown.cancelled() => break,
+                    _ = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+                continue;
+            }
+        }
+        let asked = Instant::now();
         let received = tokio::select! {
             _ = ctx.shutdown.cancelled() => break,
             r = ctx.adapter.receive(cursor) => r,
@@ -482,9 +501,21 @@ pub async fn supervise(ctx: Arc<PlatformCtx>) -> Result<(), AdapterError> {
                 backoff = Duration::from_secs(1);
                 ctx.state("last_ok", format!("{:.3}", crate::gateway::unix_now()))
                     .await;
+                if let Some(delay) = empties.after(&platform, events.is_empty(), asked.elapsed()) {
+                    tokio::select! {
+                        _ = ctx.shutdown.cancelled() => break,
+                        _ = tokio::time::sleep(delay) => {}
+                    }
+                }
                 let mut advanced = false;
-                for event in events {
+                let asked_with = cursor;
+                for mut event in events {
                     let next = ctx.adapter.cursor_after(&event);
+                    if !ids.place(&mut event, asked_with) {
+                        cursor = Some(next);
+                        advanced = true;
+                        continue;
+                    }
                     if let Err(e) = ctx.intake(event).await {
                         // Not recorded: do not move the cursor past it, it comes back next poll.
                         tracing::error!(%platform, error = %e, "cannot record an inbound message");

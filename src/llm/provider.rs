@@ -296,7 +296,7 @@ pub async fn list_models(
 
 /// [`list_models`] in the given protocol's dialect: the Messages API lists models at
 /// `/v1/models` and authenticates with `x-api-key` instead of a bearer token.
-async fn list_models_for(
+pub async fn list_models_for(
     wire_api: WireApi,
     base_url: &str,
     key: Option<&str>,

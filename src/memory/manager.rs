@@ -15,8 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::config::Config;
 use crate::llm::{Message, ToolCall};
-use crate::memory::provider::{AgentContext, MemoryProvider, SessionContext, TurnRecord};
-use crate::memory::recall::LocalRecall;
+use crate::memory::provider::{self, AgentContext, MemoryProvider, SessionContext, TurnRecord};
 use crate::memory::{MemorySettings, MemoryStore, Target};
 use crate::tools::{AgentRole, ToolOutput};
 use crate::turn::{ReviewRequest, SessionCounts, TurnExtension, TurnInfo};
@@ -58,23 +57,20 @@ pub fn memory_context_block(text: &str) -> String {
 }
 
 impl MemoryManager {
-    /// The built-in store plus the provider named by `memory.provider` (if known).
+    /// The built-in store plus the registered provider named by `memory.provider` (if any).
     pub fn from_config(config: &Config) -> Self {
         let settings = MemorySettings::from_config(config);
-        let provider: Option<Arc<dyn MemoryProvider>> = match settings.provider.as_deref() {
-            None => None,
-            Some("local" | "state_db" | "sessions") => Some(Arc::new(LocalRecall::new(
-                config.home.state_db(),
-                settings.recall_limit,
-            ))),
-            Some(other) => {
+        let provider = settings.provider.as_deref().and_then(|name| {
+            let built = provider::build(name, config, &settings);
+            if built.is_none() {
                 tracing::warn!(
-                    provider = other,
-                    "unknown memory.provider in config.yaml (known: local); running without one"
+                    provider = name,
+                    known = provider::registered_names().join(", "),
+                    "unknown memory.provider in config.yaml; running without one"
                 );
-                None
             }
-        };
+            built
+        });
         Self::with_provider(config, provider)
     }
 

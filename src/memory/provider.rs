@@ -8,8 +8,16 @@
 //! `on_pre_compress` before the conversation is compacted → `on_session_end` when the manager
 //! sees the next session start or the process ends. Every hook may fail; a failure is logged
 //! and never reaches the user's turn.
+//!
+//! A provider joins in one place: its own file implements `MemoryProvider` and registers with
+//! `register_memory_provider!` (the names `memory.provider` accepts, and a constructor). The
+//! manager finds it by name among the registrations; no list elsewhere names it.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::config::Config;
+use crate::memory::MemorySettings;
 
 use crate::llm::{Message, ToolSchema};
 use crate::memory::Target;
@@ -97,4 +105,44 @@ pub trait MemoryProvider: Send + Sync {
     async fn on_session_end(&self, _session_id: &str) {}
 
     async fn shutdown(&self) {}
+}
+
+/// One memory provider hermes can run; collected from every provider file by `inventory`.
+pub struct MemoryProviderRegistration {
+    /// The names `memory.provider` accepts for it; the first is the one shown in messages.
+    pub names: &'static [&'static str],
+    /// Builds it for this configuration (`settings` is the `memory:` section, resolved).
+    pub build: fn(&Config, &MemorySettings) -> Arc<dyn MemoryProvider>,
+}
+
+inventory::collect!(MemoryProviderRegistration);
+
+/// Registers a memory provider from its own file.
+#[macro_export]
+macro_rules! register_memory_provider {
+    ($registration:expr) => {
+        inventory::submit! { $registration }
+    };
+}
+
+/// The first name of every registered provider, sorted.
+pub fn registered_names() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = inventory::iter::<MemoryProviderRegistration>
+        .into_iter()
+        .filter_map(|r| r.names.first().copied())
+        .collect();
+    names.sort_unstable();
+    names
+}
+
+/// The provider registered under `name` (any of its names), built for `config`.
+pub fn build(
+    name: &str,
+    config: &Config,
+    settings: &MemorySettings,
+) -> Option<Arc<dyn MemoryProvider>> {
+    inventory::iter::<MemoryProviderRegistration>
+        .into_iter()
+        .find(|r| r.names.contains(&name))
+        .map(|r| (r.build)(config, settings))
 }

@@ -46,6 +46,15 @@ impl LocalRecall {
     }
 }
 
+crate::register_memory_provider!(crate::memory::provider::MemoryProviderRegistration {
+    // `state_db` and `sessions` name the same thing: where it recalls from.
+    names: &["local", "state_db", "sessions"],
+    build: |config, settings| Arc::new(LocalRecall::new(
+        config.home.state_db(),
+        settings.recall_limit
+    )),
+});
+
 /// The searchable words of `text`: lower-cased, de-duplicated, without stopwords, at least
 /// three characters (two for CJK), joined with OR so any of them may match.
 pub fn recall_query(text: &str) -> Option<String> {

@@ -1,8 +1,8 @@
-//! Guards: dangerous-command approval, path resolution, protected paths, secret redaction, and
+//! Guards: dangerous-command approval, protected paths (the path policy itself is
+//! `tools::file_path`), secret redaction, and
 //! the one scanner for text that enters the prompt (`scan`).
 
 pub mod approval;
-pub mod paths;
 pub mod protected;
 pub mod redact;
 pub mod redact_stream;

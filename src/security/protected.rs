@@ -21,7 +21,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::config::Config;
-use crate::security::{paths, secret_files};
+use crate::security::secret_files;
+use crate::util::real_path as paths;
 
 /// What a protected path is, which decides the advice in the refusal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -372,9 +373,28 @@ impl ProtectedPaths {
     /// Resolves `path` (absolute) and refuses it when a file tool may not write there.
     /// Returns the resolved path to write to. `shown` is the path as the model gave it.
     pub fn check_write(&self, path: &Path, shown: &str) -> Result<PathBuf, Refusal> {
+        self.check_write_in(None, path, shown)
+    }
+
+    /// `check_write` for a tool that is the door to the directory `door` (skill_manage is the
+    /// door to a skill's directory): the rules covering `door` itself are that tool's business
+    /// and are skipped; every rule about something inside it still holds.
+    pub fn check_write_in(
+        &self,
+        door: Option<&Path>,
+        path: &Path,
+        shown: &str,
+    ) -> Result<PathBuf, Refusal> {
         let resolved = resolve_checked(path, shown)?;
+        let door = door.map(resolve_lenient);
+        let applies = |r: &&Rule| r.write && door.as_ref().is_none_or(|d| !r.covers(d));
         for candidate in [path, resolved.as_path()] {
-            if let Some(rule) = self.rules.iter().find(|r| r.write && r.covers(candidate)) {
+            if let Some(rule) = self
+                .rules
+                .iter()
+                .filter(applies)
+                .find(|r| r.covers(candidate))
+            {
                 return Err(Refusal::Write {
                     shown: shown.to_string(),
                     what: rule.kind.what(),

@@ -46,6 +46,7 @@ mod rules_code;
 mod rules_exfil;
 mod rules_prompt;
 mod rules_secrets;
+mod secret_dest;
 
 use serde::Serialize;
 

@@ -14,6 +14,7 @@ mod gateway;
 mod ledger;
 mod listing;
 mod queue;
+mod read_only;
 mod rows;
 #[cfg(test)]
 mod tests;

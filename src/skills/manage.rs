@@ -10,11 +10,12 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::security::paths::{check_relative, ensure_within};
+use crate::security::protected::ProtectedPaths;
 use crate::skills::guard::{self, Category, Verdict};
 use crate::skills::skill::{self, MAX_SKILL_CONTENT_CHARS};
 use crate::skills::store::{SUPPORT_DIRS, SkillInfo, SkillStore};
 use crate::skills::usage::{self, Origin};
+use crate::tools::file_path::{self, Access, PathRefusal, Place};
 
 /// Largest supporting file (bytes).
 pub const MAX_SKILL_FILE_BYTES: usize = 1_048_576;
@@ -65,6 +66,9 @@ pub struct Caller {
     /// `skills.probation_uses`: a created skill is on probation until used successfully this
     /// many times (0 = no probation).
     pub probation_uses: u64,
+    /// The process's protected paths (`Shield::protected`): every file path goes through the
+    /// one path policy (`tools::file_path`) with them. Empty for the user's own CLI.
+    pub protected: ProtectedPaths,
 }
 
 /// Runs one request against the store's home root. Returns the JSON result for the model.
@@ -79,9 +83,9 @@ pub fn run(store: &SkillStore, req: &ManageRequest, caller: &Caller) -> Result<V
             let found = find_writable(store, req, caller)?;
             match req.action.as_str() {
                 "edit" => edit(store, req, &found),
-                "patch" => patch(store, req, &found),
-                "write_file" => write_file(store, req, &found),
-                "remove_file" => remove_file(store, req, &found),
+                "patch" => patch(store, req, &found, caller),
+                "write_file" => write_file(store, req, &found, caller),
+                "remove_file" => remove_file(store, req, &found, caller),
                 _ => delete(store, &found),
             }
         }
@@ -173,13 +177,27 @@ fn create(store: &SkillStore, req: &ManageRequest, caller: &Caller) -> Result<Va
         }
         None => req.name.clone(),
     };
-    check_relative(&rel).map_err(|e| Invalid(e.to_string()))?;
     let warnings = check_skill_md(&req.name, content)?;
     if !req.force {
         refuse_near_twin(store, &req.name, content)?;
     }
     let root = ensure_root(store)?;
-    let dir = ensure_within(&root, Path::new(&rel)).map_err(|e| Refused(e.to_string()))?;
+    let skill_md = format!("{rel}/SKILL.md");
+    let checked = file_path::resolve_in(
+        &caller.protected,
+        Place::Door(&root),
+        &skill_md,
+        Access::Write,
+    )
+    .map_err(|e| match e {
+        PathRefusal::Invalid(why) => Invalid(why),
+        other => Refused(other.to_string()),
+    })?;
+    let dir = checked
+        .resolved
+        .parent()
+        .map(Path::to_path_buf)
+        .ok_or_else(|| Invalid(format!("`{rel}` names no directory")))?;
     if dir.exists() {
         return Err(Invalid(format!(
             "{} already exists but holds no valid skill; pick another name or fix that directory",
@@ -322,13 +340,17 @@ fn touched(store: &SkillStore, name: &str) {
 }
 
 /// Resolves a `file_path` inside a skill: `SKILL.md`, or a file under one of the four
-/// supporting directories. Checked syntactically, then after resolving symlinks.
+/// supporting directories, through the one path policy (skill_manage is the door to the
+/// skill's directory: traversal, symlinks out of it and secrets files are refused).
 fn skill_file(
     found: &SkillInfo,
     file_path: &str,
     allow_skill_md: bool,
+    protected: &ProtectedPaths,
+    access: Access,
 ) -> Result<PathBuf, ManageError> {
-    check_relative(file_path).map_err(|e| Refused(format!("file_path refused: {e}")))?;
+    file_path::within(&found.dir, file_path)
+        .map_err(|e| Refused(format!("file_path refused: {e}")))?;
     let normalized: Vec<String> = Path::new(file_path)
         .components()
         .filter_map(|c| match c {
@@ -348,11 +370,26 @@ fn skill_file(
             SUPPORT_DIRS.join(", ")
         )));
     }
-    ensure_within(&found.dir, &found.dir.join(normalized.join("/")))
+    door_path(found, &normalized.join("/"), protected, access)
+}
+
+fn door_path(
+    found: &SkillInfo,
+    rel: &str,
+    protected: &ProtectedPaths,
+    access: Access,
+) -> Result<PathBuf, ManageError> {
+    file_path::resolve_in(protected, Place::Door(&found.dir), rel, access)
+        .map(|checked| checked.resolved)
         .map_err(|e| Refused(format!("file_path refused: {e}")))
 }
 
-fn patch(store: &SkillStore, req: &ManageRequest, found: &SkillInfo) -> Result<Value, ManageError> {
+fn patch(
+    store: &SkillStore,
+    req: &ManageRequest,
+    found: &SkillInfo,
+    caller: &Caller,
+) -> Result<Value, ManageError> {
     let old = required(&req.old_string, "old_string", "patch")?;
     let new = required(&req.new_string, "new_string", "patch")?;
     if old.is_empty() {
@@ -361,7 +398,7 @@ fn patch(store: &SkillStore, req: &ManageRequest, found: &SkillInfo) -> Result<V
         ));
     }
     let file_path = req.file_path.as_deref().unwrap_or("SKILL.md");
-    let path = skill_file(found, file_path, true)?;
+    let path = skill_file(found, file_path, true, &caller.protected, Access::Edit)?;
     let content = std::fs::read_to_string(&path).map_err(io("read", &path))?;
     let Some(found_match) = crate::tools::patch_match::find(&content, old, new) else {
         let preview = crate::util::truncate_chars(&content, PREVIEW_CHARS);
@@ -422,18 +459,18 @@ fn write_file(
     store: &SkillStore,
     req: &ManageRequest,
     found: &SkillInfo,
+    caller: &Caller,
 ) -> Result<Value, ManageError> {
     let file_path = required(&req.file_path, "file_path", "write_file")?;
     let content = required(&req.file_content, "file_content", "write_file")?;
     check_file_size(content)?;
-    let path = skill_file(found, file_path, false)?;
+    let path = skill_file(found, file_path, false, &caller.protected, Access::Write)?;
     let warnings = scan(file_path, content)?;
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(io("create", parent))?;
     }
     // Re-check after creating directories: nothing may have been swapped for a symlink.
-    let path =
-        ensure_within(&found.dir, &path).map_err(|e| Refused(format!("file_path refused: {e}")))?;
+    let path = door_path(found, file_path, &caller.protected, Access::Write)?;
     crate::util::atomic_write(&path, content.as_bytes()).map_err(io("write", &path))?;
     touched(store, &found.name);
     Ok(done(
@@ -447,9 +484,10 @@ fn remove_file(
     store: &SkillStore,
     req: &ManageRequest,
     found: &SkillInfo,
+    caller: &Caller,
 ) -> Result<Value, ManageError> {
     let file_path = required(&req.file_path, "file_path", "remove_file")?;
-    let path = skill_file(found, file_path, false)?;
+    let path = skill_file(found, file_path, false, &caller.protected, Access::Write)?;
     let meta = std::fs::symlink_metadata(&path).map_err(|_| {
         let files: Vec<String> = found.linked_files().into_values().flatten().collect();
         Invalid(format!(
@@ -478,7 +516,15 @@ fn remove_file(
 
 fn delete(store: &SkillStore, found: &SkillInfo) -> Result<Value, ManageError> {
     let root = ensure_root(store)?;
-    let dir = ensure_within(&root, &found.dir).map_err(|e| Refused(e.to_string()))?;
+    let rel = found.dir.strip_prefix(&root).map_err(|_| {
+        Refused(format!(
+            "{} is outside the skills directory {}; only skills there can be deleted",
+            found.dir.display(),
+            root.display()
+        ))
+    })?;
+    let dir =
+        file_path::within(&root, &rel.to_string_lossy()).map_err(|e| Refused(e.to_string()))?;
     let root_canon = std::fs::canonicalize(&root).map_err(io("resolve", &root))?;
     if dir == root_canon {
         return Err(Refused(

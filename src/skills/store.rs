@@ -486,7 +486,7 @@ impl SkillInfo {
                     continue;
                 }
                 if entry.path_is_symlink()
-                    && crate::security::paths::ensure_within(&self.dir, entry.path()).is_err()
+                    && !crate::tools::file_path::stays_within(&self.dir, entry.path())
                 {
                     continue;
                 }

@@ -147,3 +147,37 @@ async fn tool_results_are_redacted() {
     assert!(!out.contains("abcdefghijklmnop"), "{out}");
     assert!(out.contains("[REDACTED]"), "{out}");
 }
+
+#[test]
+fn within_refuses_traversal_absolute_and_symlinks_out() {
+    use super::{PathRefusal, within};
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("skill");
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(base.join("sub")).unwrap();
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::create_dir(dir.path().join("skill2")).unwrap();
+    symlink(&outside, base.join("link")).unwrap();
+    std::fs::create_dir(base.join("real")).unwrap();
+    symlink(base.join("real"), base.join("inner")).unwrap();
+    let canon = std::fs::canonicalize(&base).unwrap();
+    assert_eq!(
+        within(&base, "sub/new.md").unwrap(),
+        canon.join("sub/new.md")
+    );
+    assert_eq!(within(&base, "./inner/f").unwrap(), canon.join("real/f"));
+    for bad in ["", "a\0b", "/etc/passwd", "../x", "a/../../x", "a/.."] {
+        assert!(
+            matches!(within(&base, bad), Err(PathRefusal::Invalid(_))),
+            "{bad:?}"
+        );
+    }
+    for bad in ["link/secret", "link", "link/new-file"] {
+        let err = within(&base, bad).unwrap_err();
+        assert!(matches!(err, PathRefusal::Escapes(_)), "{bad}: {err}");
+    }
+    // `..` is a whole component only.
+    assert!(within(&base, "a..b/..c").is_ok());
+    // A missing base is an error, not a pass.
+    assert!(within(&dir.path().join("missing"), "a").is_err());
+}

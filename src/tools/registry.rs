@@ -106,7 +106,8 @@ impl ToolContext {
     }
 }
 
-fn expand_tilde(path: &str) -> PathBuf {
+/// `~` and `~/…` as the user's home (from `$HOME`); anything else unchanged.
+pub(crate) fn expand_tilde(path: &str) -> PathBuf {
     if (path == "~" || path.starts_with("~/"))
         && let Some(home) = std::env::var_os("HOME")
     {

@@ -2,16 +2,15 @@
 //! `skill_view` (one skill in full with linked files and readiness, or one linked file).
 //! Every `file_path` is checked twice: syntactically, then after resolving symlinks.
 
-use std::path::Path;
-
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::security::paths::{check_relative, ensure_within};
+use crate::security::protected::ProtectedPaths;
 use crate::skills::store::SkillInfo;
 use crate::skills::{SkillStore, index, usage};
 use crate::tools::file_common::{blocking, looks_binary, similarity};
+use crate::tools::file_path::{self, Access, PathRefusal, Place};
 use crate::tools::registry::{ToolContext, ToolError, TypedTool};
 
 /// Linked files larger than this are cut (the registry caps results too).
@@ -93,10 +92,12 @@ impl TypedTool for SkillView {
         let config = ctx.config.clone();
         let session = ctx.session_id.clone();
         let counted = store.clone();
+        let shield = ctx.shield.clone();
         let result = blocking(move || {
             view(
                 &store,
                 &config,
+                &shield.protected,
                 &session,
                 &args.name,
                 args.file_path.as_deref(),
@@ -128,13 +129,14 @@ impl TypedTool for SkillView {
 pub fn view(
     store: &SkillStore,
     config: &crate::config::Config,
+    protected: &ProtectedPaths,
     session: &str,
     name: &str,
     file_path: Option<&str>,
 ) -> Result<Value, ToolError> {
     let skill = find(store, name)?;
     let result = match file_path.filter(|p| !p.trim().is_empty()) {
-        Some(path) => view_file(&skill, path)?,
+        Some(path) => view_file(&skill, protected, path)?,
         None => view_skill(&skill, config, session)?,
     };
     Ok(result)
@@ -240,30 +242,34 @@ fn available_files(skill: &SkillInfo) -> String {
     }
 }
 
-fn view_file(skill: &SkillInfo, file_path: &str) -> Result<Value, ToolError> {
-    let refuse = |why: String| {
-        ToolError::Respond(format!(
-            "file_path refused: {why}; {}",
-            available_files(skill)
-        ))
-    };
-    check_relative(file_path).map_err(|e| refuse(e.to_string()))?;
-    let resolved =
-        ensure_within(&skill.dir, Path::new(file_path)).map_err(|e| refuse(e.to_string()))?;
-    let meta = std::fs::metadata(&resolved)
-        .ok()
-        .filter(|m| m.is_file())
-        .ok_or_else(|| {
-            ToolError::Respond(format!(
-                "`{file_path}` is not a file in skill `{}`; {}",
-                skill.name,
-                available_files(skill)
-            ))
-        })?;
+/// One linked file, through the path policy (inside the skill's directory; protected paths
+/// such as a secrets file refused). A binary file is described, not shown.
+fn view_file(
+    skill: &SkillInfo,
+    protected: &ProtectedPaths,
+    file_path: &str,
+) -> Result<Value, ToolError> {
+    let checked = file_path::resolve_in(
+        protected,
+        Place::Within(&skill.dir),
+        file_path,
+        Access::Read,
+    )
+    .map_err(|refusal| {
+        let why = match refusal {
+            PathRefusal::Missing(_) => {
+                format!("`{file_path}` is not a file in skill `{}`", skill.name)
+            }
+            other => format!("file_path refused: {other}"),
+        };
+        ToolError::Respond(format!("{why}; {}", available_files(skill)))
+    })?;
+    let resolved = &checked.resolved;
+    let size = checked.meta.as_ref().map_or(0, std::fs::Metadata::len);
     let mut bytes = Vec::new();
     {
         use std::io::Read;
-        let file = std::fs::File::open(&resolved)
+        let file = file_path::open_nofollow(resolved)
             .map_err(|e| ToolError::Respond(format!("cannot read `{file_path}`: {e}")))?;
         file.take(MAX_LINKED_FILE_BYTES)
             .read_to_end(&mut bytes)
@@ -277,10 +283,10 @@ fn view_file(skill: &SkillInfo, file_path: &str) -> Result<Value, ToolError> {
     Ok(match text {
         Some(content) => {
             let mut v = json!({"success": true, "name": skill.name, "file_path": file_path, "content": content});
-            if meta.len() > MAX_LINKED_FILE_BYTES {
+            if size > MAX_LINKED_FILE_BYTES {
                 v["note"] = json!(format!(
                     "only the first {MAX_LINKED_FILE_BYTES} of {} bytes are shown",
-                    meta.len()
+                    size
                 ));
             }
             v
@@ -290,8 +296,8 @@ fn view_file(skill: &SkillInfo, file_path: &str) -> Result<Value, ToolError> {
             "name": skill.name,
             "file_path": file_path,
             "binary": true,
-            "size_bytes": meta.len(),
-            "content": format!("binary file ({} bytes), not shown; its path is {}", meta.len(), resolved.display()),
+            "size_bytes": size,
+            "content": format!("binary file ({} bytes), not shown; its path is {}", size, resolved.display()),
         }),
     })
 }

@@ -83,6 +83,7 @@ impl TypedTool for SkillManage {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .clone(),
             probation_uses: crate::skills::probation::required_uses(&ctx.config),
+            protected: ctx.shield.protected.clone(),
         };
         let request = ManageRequest {
             action: args.action.as_str().to_string(),

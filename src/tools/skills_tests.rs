@@ -131,3 +131,78 @@ async fn manage_tool_creates_and_reports_errors() {
         .await;
     assert!(e.contains("needs `old_string`"), "{e}");
 }
+
+#[tokio::test]
+async fn skill_files_go_through_the_one_path_policy() {
+    let env = test_support::env();
+    let dir = write_skill(
+        &env,
+        "ops/deploy",
+        "---\nname: deploy\ndescription: Deploys\n---\nbody\n",
+    );
+    std::fs::create_dir_all(dir.join("references")).unwrap();
+    std::fs::write(dir.join("references/.env"), "DEPLOY_TOKEN=abcdef123456\n").unwrap();
+    std::fs::write(dir.join("references/notes.md"), "hello\n").unwrap();
+    let outside = env.dir.path().join("outside.md");
+    std::fs::write(&outside, "not the skill's\n").unwrap();
+    std::os::unix::fs::symlink(&outside, dir.join("references/out.md")).unwrap();
+    // A secrets file inside a skill is refused to skill_view like to read_file.
+    let err = env
+        .err(
+            "skill_view",
+            json!({"name": "deploy", "file_path": "references/.env"}),
+        )
+        .await;
+    assert!(err.contains("secrets") && err.contains("notes.md"), "{err}");
+    // Traversal and a symlink out of the skill are refused; a near miss gets did-you-mean.
+    for (path, expect) in [
+        ("../deploy/SKILL.md", "`..`"),
+        ("/etc/hostname", "absolute"),
+        ("references/out.md", "outside"),
+        ("references/nots.md", "not a file in skill"),
+    ] {
+        let err = env
+            .err("skill_view", json!({"name": "deploy", "file_path": path}))
+            .await;
+        assert!(err.contains(expect), "{path}: {err}");
+    }
+    let ok = parse(
+        &env.ok(
+            "skill_view",
+            json!({"name": "deploy", "file_path": "references/notes.md"}),
+        )
+        .await,
+    );
+    assert_eq!(ok["content"], "hello\n");
+    // skill_manage is the door to the skill's directory, not to the secrets in it.
+    let err = env
+        .err(
+            "skill_manage",
+            json!({"action": "patch", "name": "deploy", "file_path": "references/.env",
+                   "old_string": "abcdef", "new_string": "x"}),
+        )
+        .await;
+    assert!(err.contains("secrets"), "{err}");
+    let err = env
+        .err(
+            "skill_manage",
+            json!({"action": "write_file", "name": "deploy", "file_path": "references/out.md",
+                   "file_content": "changed"}),
+        )
+        .await;
+    assert!(err.contains("outside"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&outside).unwrap(),
+        "not the skill's\n"
+    );
+    env.ok(
+        "skill_manage",
+        json!({"action": "write_file", "name": "deploy", "file_path": "references/more.md",
+               "file_content": "more"}),
+    )
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(dir.join("references/more.md")).unwrap(),
+        "more"
+    );
+}

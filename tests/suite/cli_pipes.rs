@@ -128,3 +128,18 @@ fn listing_commands_end_quietly_when_the_reader_leaves() {
         first_line_then_close(&env, args);
     }
 }
+
+#[test]
+fn model_list_ends_quietly_when_the_reader_leaves() {
+    let mock = crate::support::mock_llm::MockLlm::start();
+    let names: Vec<String> = (0..6000)
+        .map(|i| format!("vendor/a-rather-long-model-name-number-{i:05}"))
+        .collect();
+    mock.set_models(&names.iter().map(String::as_str).collect::<Vec<_>>());
+    let env = TestEnv::new();
+    env.config(&format!(
+        "model:\n  provider: custom\n  base_url: {}\n  default: x\n",
+        mock.base_url()
+    ));
+    first_line_then_close(&env, &["model", "--list"]);
+}

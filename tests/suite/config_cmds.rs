@@ -363,3 +363,35 @@ fn config_set_of_an_api_key_goes_to_dotenv() {
         assert_eq!(mode, 0o600);
     }
 }
+
+#[test]
+fn profile_flag_works_after_the_subcommand_and_stays_out_of_its_help() {
+    let env = TestEnv::new();
+    let out = env
+        .bare_cmd()
+        .args(["profile", "create", "work"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let work = env.home_path().join("profiles/work/config.yaml");
+    for args in [
+        &["-p", "work", "config", "path"][..],
+        &["config", "path", "-p", "work"],
+        &["config", "--profile=work", "path"],
+    ] {
+        let out = env.bare_cmd().args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert_eq!(stdout(&out).trim(), work.display().to_string(), "{args:?}");
+    }
+    let out = env.bare_cmd().arg("--help").output().unwrap();
+    assert!(stdout(&out).contains("--profile"), "{}", stdout(&out));
+    for sub in ["sessions", "config", "doctor"] {
+        let out = env.bare_cmd().args([sub, "--help"]).output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(
+            !stdout(&out).contains("--profile"),
+            "{sub}: {}",
+            stdout(&out)
+        );
+    }
+}

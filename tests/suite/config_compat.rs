@@ -135,3 +135,142 @@ fn doctor_lists_the_keys_not_supported_yet() {
     assert!(report.contains("not supported yet: "), "{report}");
     assert!(report.contains("agent.gateway_timeout"), "{report}");
 }
+
+/// `hermes doctor --json`'s terminal backend row and config check details.
+fn doctor_backend_and_config(env: &TestEnv) -> (String, String) {
+    let out = env.bare_cmd().args(["doctor", "--json"]).output().unwrap();
+    let report: serde_json::Value = serde_json::from_str(&stdout(&out))
+        .unwrap_or_else(|e| panic!("{e}: {} / {}", stdout(&out), stderr(&out)));
+    let backend = report["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["title"] == "terminal")
+        .and_then(|s| {
+            s["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r[0] == "backend")
+        })
+        .map(|r| r[1].as_str().unwrap().to_string())
+        .unwrap_or_else(|| panic!("no backend row in {report}"));
+    let config = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "config")
+        .map(|c| c["details"].to_string())
+        .unwrap_or_default();
+    (backend, config)
+}
+
+/// A `-z` turn that writes one file; then the number of checkpoints `hermes checkpoints list`
+/// shows.
+fn checkpoints_after_a_write(env: &TestEnv) -> usize {
+    let mock = MockLlm::with_script([
+        Reply::tool_call(
+            "w1",
+            "write_file",
+            serde_json::json!({"path": "notes.txt", "content": "new\n"}),
+        ),
+        Reply::text("written"),
+    ]);
+    env.write("notes.txt", "old\n");
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "rewrite notes.txt"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = env
+        .bare_cmd()
+        .args(["checkpoints", "list"])
+        .output()
+        .unwrap();
+    stdout(&out).matches("rewrite notes.txt").count()
+}
+
+#[test]
+fn python_defaults_do_not_switch_the_sandbox_or_checkpoints_off() {
+    let env = TestEnv::new();
+    env.config(PYTHON_CONFIG);
+    let out = env.bare_cmd().args(["sessions", "list"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("Python Hermes defaults set aside"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    for key in [
+        "terminal.backend: local",
+        "checkpoints.enabled: false",
+        "approvals.mode: smart",
+    ] {
+        assert!(lines[0].contains(key), "{key} missing: {}", lines[0]);
+    }
+    assert!(lines[0].contains("hermes config set"), "{}", lines[0]);
+
+    let (backend, config) = doctor_backend_and_config(&env);
+    assert!(backend.contains("(terminal.backend: auto)"), "{backend}");
+    assert!(
+        config.contains("Python Hermes defaults set aside"),
+        "{config}"
+    );
+    assert_eq!(checkpoints_after_a_write(&env), 1, "checkpoints are on");
+}
+
+#[test]
+fn config_set_records_a_python_default_as_the_users_choice() {
+    let env = TestEnv::new();
+    env.config(PYTHON_CONFIG);
+    for (key, value) in [
+        ("terminal.backend", "local"),
+        ("checkpoints.enabled", "false"),
+    ] {
+        let out = env
+            .bare_cmd()
+            .args(["config", "set", key, value])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let text = std::fs::read_to_string(env.home_path().join("config.yaml")).unwrap();
+    assert!(
+        text.starts_with(PYTHON_CONFIG.lines().next().unwrap()),
+        "comments kept"
+    );
+    assert!(
+        text.ends_with("hermes_explicit: [\"terminal.backend\",\"checkpoints.enabled\"]\n"),
+        "{text}"
+    );
+
+    let out = env.bare_cmd().args(["sessions", "list"]).output().unwrap();
+    let err = stderr(&out);
+    let line = err
+        .lines()
+        .find(|l| l.contains("Python Hermes defaults set aside"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(line.contains("approvals.mode: smart"), "{line}");
+    assert!(
+        !line.contains("terminal.backend") && !line.contains("checkpoints.enabled"),
+        "{line}"
+    );
+    let (backend, _) = doctor_backend_and_config(&env);
+    assert!(backend.contains("(terminal.backend: local)"), "{backend}");
+    assert_eq!(checkpoints_after_a_write(&env), 0, "checkpoints are off");
+
+    // Unsetting the key forgets the choice too.
+    let out = env
+        .bare_cmd()
+        .args(["config", "unset", "terminal.backend"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(env.home_path().join("config.yaml")).unwrap();
+    assert!(
+        text.ends_with("hermes_explicit: [\"checkpoints.enabled\"]\n"),
+        "{text}"
+    );
+}

@@ -218,3 +218,37 @@ fn auxiliary_model_summarises_hits_when_configured() {
         "One earlier conversation: the llamas arrive on Tuesday."
     );
 }
+
+#[test]
+fn reading_commands_answer_while_another_process_holds_the_write_lock() {
+    let env = TestEnv::new();
+    let mock = MockLlm::with_script([Reply::text("Noted about the okapi.")]);
+    run(&env, &mock, "remember the okapi plan");
+    // Another writer (a running gateway, Python Hermes) in the middle of a write transaction.
+    let writer = env.db();
+    writer
+        .execute_batch(
+            "BEGIN IMMEDIATE; UPDATE sessions SET title = 'busy' WHERE title IS NULL OR title <> 'busy';",
+        )
+        .unwrap();
+    for args in [
+        &["sessions", "search", "okapi"][..],
+        &["sessions", "list"],
+        &["sessions", "stats"],
+    ] {
+        let out = env.bare_cmd().args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert!(
+            !stderr(&out).contains("locked"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    let out = env
+        .bare_cmd()
+        .args(["sessions", "search", "okapi"])
+        .output()
+        .unwrap();
+    assert!(stdout(&out).contains("okapi"), "{}", stdout(&out));
+    writer.execute_batch("ROLLBACK;").unwrap();
+}

@@ -21,14 +21,14 @@ const LINK: i32 = 0o120000;
 type TreeFile<'a> = (&'a str, i32, &'a [u8]);
 
 /// A bare repository the tests commit whole trees into.
-struct Upstream {
+pub(super) struct Upstream {
     _dir: tempfile::TempDir,
     path: PathBuf,
     repo: Repository,
 }
 
 impl Upstream {
-    fn new() -> Upstream {
+    pub(super) fn new() -> Upstream {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("upstream.git");
         let mut opts = RepositoryInitOptions::new();
@@ -95,12 +95,12 @@ impl Upstream {
         self.repo.tag_lightweight(name, &object, false).unwrap();
     }
 
-    fn location(&self) -> String {
+    pub(super) fn location(&self) -> String {
         self.path.display().to_string()
     }
 }
 
-fn pdf_skill(version: &str) -> Vec<(String, i32, Vec<u8>)> {
+pub(super) fn pdf_skill(version: &str) -> Vec<(String, i32, Vec<u8>)> {
     vec![
         (
             "skills/pdf/SKILL.md".into(),
@@ -113,7 +113,7 @@ fn pdf_skill(version: &str) -> Vec<(String, i32, Vec<u8>)> {
     ]
 }
 
-fn commit_owned(up: &Upstream, files: &[(String, i32, Vec<u8>)]) -> Oid {
+pub(super) fn commit_owned(up: &Upstream, files: &[(String, i32, Vec<u8>)]) -> Oid {
     let borrowed: Vec<TreeFile> = files
         .iter()
         .map(|(p, m, b)| (p.as_str(), *m, b.as_slice()))
@@ -141,7 +141,7 @@ fn ok(env: &TestEnv, args: &[&str]) -> String {
     stdout(&out)
 }
 
-fn lock(env: &TestEnv) -> Value {
+pub(super) fn lock(env: &TestEnv) -> Value {
     std::fs::read_to_string(env.home_path().join("skills/.hub/lock.json"))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
@@ -161,7 +161,7 @@ fn skill_tree(env: &TestEnv) -> Vec<String> {
     out
 }
 
-fn quarantine_is_empty(env: &TestEnv) -> bool {
+pub(super) fn quarantine_is_empty(env: &TestEnv) -> bool {
     let q = env.home_path().join("skills/.hub/quarantine");
     std::fs::read_dir(&q)
         .map(|mut d| d.next().is_none())
@@ -622,7 +622,7 @@ fn a_crash_mid_install_is_repaired_at_the_next_start() {
     );
 }
 
-fn tool_result(mock: &MockLlm, request: usize) -> String {
+pub(super) fn tool_result(mock: &MockLlm, request: usize) -> String {
     mock.requests()[request]["messages"]
         .as_array()
         .unwrap()

@@ -33,8 +33,14 @@ pub fn config(config: &Config, error: Option<String>) -> Check {
             .with_details(
                 config
                     .unsupported_warning()
-                    .map(|w| vec![w.replacen("config.yaml: ", "accepted, no effect: ", 1)])
-                    .unwrap_or_default(),
+                    .map(|w| w.replacen("config.yaml: ", "accepted, no effect: ", 1))
+                    .into_iter()
+                    .chain(
+                        config
+                            .python_defaults_warning()
+                            .map(|w| w.replacen("config.yaml: ", "", 1)),
+                    )
+                    .collect(),
             ),
     }
 }

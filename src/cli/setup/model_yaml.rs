@@ -204,7 +204,9 @@ mod tests {
                 &[("default", "b")],
                 &[]
             ),
-            "model:\n  default: b\n  provider: custom\n"
+            // The flow mapping's keys keep the user's order (serde_json's `preserve_order`,
+            // which the MCP/ACP dependencies switch on for the whole build).
+            "model:\n  provider: custom\n  default: b\n"
         );
     }
 

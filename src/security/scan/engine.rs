@@ -26,12 +26,13 @@ pub(crate) struct Rule {
     pub regex: &'static str,
     pub description: &'static str,
     /// A second look at a match, for what a regex cannot express (placeholders are not keys;
-    /// a quoted phrase is a mention). Gets the match and the text before it.
+    /// a quoted phrase is a mention). Gets the match and the text before and after it.
     pub check: Option<Checker>,
 }
 
-/// A rule's second look: (the match, the text before it) → what to do with the match.
-pub(crate) type Checker = fn(&[u8], &[u8]) -> Check;
+/// A rule's second look: (the match, the text before it, the text after it) → what to do
+/// with the match.
+pub(crate) type Checker = fn(&[u8], &[u8], &[u8]) -> Check;
 
 /// What a rule's `check` decides about one match.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,7 +92,7 @@ fn combos() -> &'static [Combo] {
     super::rules_exfil::COMBOS
 }
 
-fn builder(pattern: &str) -> Result<Regex, regex::Error> {
+pub(super) fn builder(pattern: &str) -> Result<Regex, regex::Error> {
     RegexBuilder::new(pattern)
         .case_insensitive(true)
         .multi_line(true)
@@ -176,7 +177,7 @@ pub(super) fn run(text: &str, bit: u8) -> Vec<Finding> {
         for m in re.find_iter(bytes) {
             let severity = match rule
                 .check
-                .map(|check| check(m.as_bytes(), &bytes[..m.start()]))
+                .map(|check| check(m.as_bytes(), &bytes[..m.start()], &bytes[m.end()..]))
             {
                 Some(Check::Drop) => continue,
                 Some(Check::Severity(s)) => s,

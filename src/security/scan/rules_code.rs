@@ -39,7 +39,7 @@ macro_rules! rule {
 
 /// `sandbox.exec("python", …)` or `cursor.exec(…)` is a method of some object, not the
 /// language's `exec`/`eval` of a string.
-fn not_a_method(_matched: &[u8], before: &[u8]) -> Check {
+fn not_a_method(_matched: &[u8], before: &[u8], _after: &[u8]) -> Check {
     let lower = before.to_ascii_lowercase();
     if lower.ends_with(b"builtins.") || lower.ends_with(b"builtins__.") {
         // `builtins.exec(...)` is the language's exec under another name.
@@ -54,7 +54,7 @@ fn not_a_method(_matched: &[u8], before: &[u8]) -> Check {
 /// A download piped into Python is code only when Python reads its program from the pipe:
 /// `| python3` or `| python3 -`. With `-c '…'`, `-m json.tool` or a script file, the download
 /// is the program's input data — unless the `-c` program executes what it reads.
-fn python_reads_program(matched: &[u8], _before: &[u8]) -> Check {
+fn python_reads_program(matched: &[u8], _before: &[u8], _after: &[u8]) -> Check {
     let text = String::from_utf8_lossy(matched).to_ascii_lowercase();
     let Some(at) = text.find("| python").or_else(|| text.find("|python")) else {
         return Check::Keep;

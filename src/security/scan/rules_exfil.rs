@@ -7,10 +7,16 @@
 //!
 //! Precision matters as much as recall: sending `$OPENAI_API_KEY` in an `Authorization` header
 //! to an API is how every API skill works, so only a secret in a body, a query string or a host
-//! name counts as exfiltration here.
+//! name counts as exfiltration here, and under an auth parameter name (`?api_key=`) only when
+//! it goes to a host it does not belong to (`secret_dest`).
+
+use std::sync::LazyLock;
+
+use regex::bytes::Regex;
 
 use super::engine::{Check, Combo, Rule};
 use super::reach::{ALL, EXTERNAL, OWN, SIGNAL, SKILL};
+use super::secret_dest;
 use super::{Category as C, Severity as S};
 
 /// Secret-looking variable names.
@@ -34,14 +40,54 @@ macro_rules! net_tool {
     };
 }
 
-/// `?api_key=$API_KEY` or `-d token=$TOKEN` is how many APIs authenticate; a secret under any
-/// other name (`?k=$OPENAI_API_KEY`, a bare `-d "$KEY"`, a host name) is being sent away.
-fn not_auth_param(matched: &[u8], _before: &[u8]) -> Check {
-    let Some(dollar) = matched.iter().rposition(|b| *b == b'$') else {
+/// Where a secret variable sits in a request: a body or form field, a query string, a host
+/// name. Each alternative ends at the variable.
+macro_rules! secret_spot {
+    () => {
+        concat!(
+            // in a body or form field
+            r"(?:\s-d|\s--data(?:-\w+)?|\s-F|\s--form|\s--post-data|\s--body-data)[=\s]\s*['\x22]?[^'\x22\s]*",
+            secret_var!(),
+            // in a query string or a host name
+            r"|[?&][\w-]+=",
+            secret_var!(),
+            r"|https?://[^\s/'\x22]*",
+            secret_var!()
+        )
+    };
+}
+
+/// Every secret spot of a request, to judge each (the rule's match ends at the first).
+static SPOTS: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    super::engine::builder(secret_spot!())
+        .map_err(|e| tracing::error!(error = %e, "secret_spot does not compile"))
+        .ok()
+});
+
+/// A secret under any parameter name that is not about authentication (`?k=$OPENAI_API_KEY`,
+/// a bare `-d "$KEY"`, a host name) is being sent away. Under an auth-looking name
+/// (`?api_key=`, `-d token=`) it may be how the API authenticates: `secret_dest` decides from
+/// the variable and the host the request goes to.
+fn secret_sent_away(matched: &[u8], _before: &[u8], after: &[u8]) -> Check {
+    let Some(spots) = SPOTS.as_ref() else {
         return Check::Keep;
     };
-    let head = &matched[..dollar];
-    let Some(rest) = head.strip_suffix(b"=") else {
+    let command = secret_dest::command(matched, after);
+    spots
+        .find_iter(command.as_bytes())
+        .map(|spot| judge_spot(spot.as_bytes(), &command))
+        .reduce(secret_dest::worse)
+        .unwrap_or(Check::Keep)
+}
+
+/// One `name=$VAR` (or bare `$VAR`) of a request.
+fn judge_spot(spot: &[u8], command: &str) -> Check {
+    let Some(dollar) = spot.iter().rposition(|b| *b == b'$') else {
+        return Check::Keep;
+    };
+    let var = String::from_utf8_lossy(&spot[dollar + 1..]);
+    let var = var.trim_start_matches('{');
+    let Some(rest) = spot[..dollar].strip_suffix(b"=") else {
         return Check::Keep;
     };
     let name_start = rest
@@ -59,14 +105,14 @@ fn not_auth_param(matched: &[u8], _before: &[u8]) -> Check {
         b"access",
     ];
     if AUTH.iter().any(|a| name.windows(a.len()).any(|w| w == *a)) {
-        Check::Drop
+        secret_dest::judge(var, command)
     } else {
         Check::Keep
     }
 }
 
 /// The public half of a key (`id_ed25519.pub`) and `known_hosts` are not secrets.
-fn not_public_key(matched: &[u8], _before: &[u8]) -> Check {
+fn not_public_key(matched: &[u8], _before: &[u8], _after: &[u8]) -> Check {
     if matched.ends_with(b".pub") || matched.ends_with(b"known_hosts") {
         Check::Drop
     } else {
@@ -80,20 +126,14 @@ pub(super) const RULES: &[Rule] = &[
         Critical,
         Exfiltration,
         ALL,
+        // One command, across `\` line continuations (`curl -X POST \⏎ -d … \⏎ URL`).
         concat!(
-            r"\b(?:curl|wget|http|xh)\b[^\n]*(?:",
-            // in a body or form field
-            r"(?:\s-d|\s--data(?:-\w+)?|\s-F|\s--form|\s--post-data|\s--body-data)[=\s]\s*['\x22]?[^'\x22\s]*",
-            secret_var!(),
-            // in a query string or a host name
-            r"|[?&][\w-]+=",
-            secret_var!(),
-            r"|https?://[^\s/'\x22]*",
-            secret_var!(),
+            r"\b(?:curl|wget|http|xh)\b(?:[^\n]|\\\r?\n)*?(?:",
+            secret_spot!(),
             r")"
         ),
         "sends a secret environment variable in a request body, URL or host name",
-        Some(not_auth_param)
+        Some(secret_sent_away)
     ),
     rule!(
         "dns_exfil",

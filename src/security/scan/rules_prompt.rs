@@ -28,7 +28,7 @@ macro_rules! set_aside {
 /// A phrase in quotes is usually quoted (documentation about attacks, "reject phrases like
 /// 'ignore previous instructions'"): still high, so memory and context files refuse it, but not
 /// critical.
-fn unless_quoted(matched: &[u8], before: &[u8]) -> Check {
+fn unless_quoted(matched: &[u8], before: &[u8], _after: &[u8]) -> Check {
     let _ = matched;
     match before.iter().rev().find(|b| !b.is_ascii_whitespace()) {
         Some(b'"' | b'\'' | b'`') => Check::Severity(S::High),
@@ -37,7 +37,7 @@ fn unless_quoted(matched: &[u8], before: &[u8]) -> Check {
 }
 
 /// "Never tell the user to run X" is advice about advice, not hiding something.
-fn not_advice(matched: &[u8], _before: &[u8]) -> Check {
+fn not_advice(matched: &[u8], _before: &[u8], _after: &[u8]) -> Check {
     if matched.to_ascii_lowercase().ends_with(b" to") {
         Check::Drop
     } else {

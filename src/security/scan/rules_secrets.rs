@@ -13,7 +13,7 @@ use super::{Category as C, Severity as S};
 
 const REAL: Option<Checker> = Some(real);
 
-fn real(matched: &[u8], _before: &[u8]) -> Check {
+fn real(matched: &[u8], _before: &[u8], _after: &[u8]) -> Check {
     if looks_real(matched) {
         Check::Keep
     } else {

@@ -56,6 +56,11 @@ const DONE: &str = "done";
 const PENDING: &str = "pending";
 
 impl SessionStore {
+    /// The `gateway_state` key of a platform's poll cursor.
+    pub fn gateway_cursor_key(platform: &str) -> String {
+        format!("{platform}.cursor")
+    }
+
     /// Creates the gateway tables if missing (safe to call on every start).
     pub fn gateway_init(&self) -> Result<(), StoreError> {
         self.write("create the gateway tables", |tx| {
@@ -265,6 +270,55 @@ impl SessionStore {
                 params![session_key, entry, now()],
             )?;
             Ok(())
+        })
+    }
+
+    /// Enters `epoch` of `platform`'s update ids (`PlatformAdapter::id_epoch`) and returns the
+    /// base to add to its ids. Unchanged epoch: the recorded base. New epoch (the platform's ids
+    /// restarted): the base becomes one above every id recorded for the platform and the poll
+    /// cursor is dropped — in one transaction, so a crash cannot keep a stale cursor for a new
+    /// sequence. The bool says whether the epoch changed.
+    pub fn gateway_enter_id_epoch(
+        &self,
+        platform: &str,
+        epoch: &str,
+    ) -> Result<(i64, bool), StoreError> {
+        let (epoch_key, base_key) = (
+            format!("{platform}.id_epoch"),
+            format!("{platform}.id_base"),
+        );
+        let cursor_key = Self::gateway_cursor_key(platform);
+        self.write("enter a new gateway id epoch", |tx| {
+            let get = |key: &str| -> rusqlite::Result<Option<String>> {
+                tx.query_row(
+                    "SELECT value FROM gateway_state WHERE key = ?1",
+                    params![key],
+                    |r| r.get(0),
+                )
+                .optional()
+            };
+            let old_base = get(&base_key)?
+                .and_then(|v| v.parse::<i64>().ok())
+                .unwrap_or(0);
+            if get(&epoch_key)?.as_deref() == Some(epoch) {
+                return Ok((old_base, false));
+            }
+            let above: i64 = tx.query_row(
+                "SELECT COALESCE(MAX(update_id) + 1, 0) FROM gateway_inbound WHERE platform = ?1",
+                params![platform],
+                |r| r.get(0),
+            )?;
+            let base = above.max(old_base);
+            let set = "INSERT INTO gateway_state (key, value, updated_at) VALUES (?1, ?2, ?3)
+                       ON CONFLICT(key) DO UPDATE SET value = excluded.value,
+                           updated_at = excluded.updated_at";
+            tx.execute(set, params![epoch_key, epoch, now()])?;
+            tx.execute(set, params![base_key, base.to_string(), now()])?;
+            tx.execute(
+                "DELETE FROM gateway_state WHERE key = ?1",
+                params![cursor_key],
+            )?;
+            Ok((base, true))
         })
     }
 
