@@ -250,3 +250,73 @@ fn read_only_classifier_is_conservative() {
         assert!(!is_clearly_read_only(cmd), "{cmd}");
     }
 }
+
+/// The tree a checkpoint records is the one git itself would build from the same files
+/// (modes, symlinks, nesting, ordering such as `a.txt` before `a/` and `a-b` before `a/`).
+#[test]
+fn trees_match_what_libgit2_builds() {
+    use std::os::unix::fs::PermissionsExt;
+    let f = fixture();
+    for rel in [
+        "a.txt",
+        "a/x.rs",
+        "a-b",
+        "a0",
+        "a/deep/er/y",
+        "b c/é.txt",
+        "z",
+    ] {
+        write(&f, rel, rel);
+    }
+    // Enough files to be read on several threads.
+    for i in 0..100 {
+        write(&f, &format!("many/f{i}"), &format!("{}", i % 7));
+    }
+    std::fs::set_permissions(f.work.join("z"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink("a.txt", f.work.join("link")).unwrap();
+    assert!(matches!(snap(&f, "t"), Snapshot::Taken { files: 108, .. }));
+    let dir = f.config.home.root().join("checkpoints");
+    let ours = ShadowRepo::open(&dir, &f.work, false).unwrap().unwrap();
+    let ours = ours.list().unwrap()[0].id.clone();
+    let shadow = git2::Repository::open_bare(store::shadow_dir(&dir, &f.work)).unwrap();
+    let ours = shadow
+        .find_commit(git2::Oid::from_str(&ours).unwrap())
+        .unwrap()
+        .tree_id();
+
+    let other = tempfile::tempdir().unwrap();
+    let repo = git2::Repository::init_bare(other.path()).unwrap();
+    repo.set_workdir(&f.work, false).unwrap();
+    let mut index = repo.index().unwrap();
+    index
+        .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+        .unwrap();
+    assert_eq!(index.write_tree().unwrap(), ours);
+    // Every object is readable from the pack (blobs and trees alike).
+    let tree = shadow.find_tree(ours).unwrap();
+    tree.walk(git2::TreeWalkMode::PreOrder, |_, e| {
+        shadow.find_object(e.id(), None).unwrap();
+        git2::TreeWalkResult::Ok
+    })
+    .unwrap();
+}
+
+/// A change that keeps size and lands in the same timestamp tick is still seen (the stat
+/// cache does not trust files modified close to its walk), and a lost cache costs only time.
+#[test]
+fn same_size_changes_and_a_lost_cache_are_handled() {
+    let f = fixture();
+    write(&f, "a.txt", "one\n");
+    write(&f, "b.txt", "bee\n");
+    assert!(matches!(snap(&f, "t1"), Snapshot::Taken { .. }));
+    write(&f, "a.txt", "two\n");
+    assert!(matches!(snap(&f, "t2"), Snapshot::Taken { .. }));
+    assert_eq!(snap(&f, "t3"), Snapshot::Unchanged);
+    let shadow = store::shadow_dir(&f.config.home.root().join("checkpoints"), &f.work);
+    std::fs::write(shadow.join(stat_cache::FILE), b"garbage").unwrap();
+    assert_eq!(snap(&f, "t4"), Snapshot::Unchanged);
+    write(&f, "a.txt", "six\n");
+    assert!(matches!(snap(&f, "t5"), Snapshot::Taken { .. }));
+    restore(&f.config, &f.work, 2).unwrap();
+    assert_eq!(read(&f, "a.txt").as_deref(), Some("two\n"));
+}

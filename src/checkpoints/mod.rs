@@ -6,6 +6,9 @@
 //! `Checkpointer` is the per-session handle the tools use: it remembers which trees were
 //! already snapshotted this turn and runs libgit2 on the blocking pool.
 
+pub mod pack;
+mod snapshot;
+mod stat_cache;
 pub mod store;
 
 use std::collections::BTreeSet;

@@ -1,17 +1,17 @@
 //! One shadow git repository per working tree, under `$HERMES_HOME/checkpoints/<hash>/`:
-//! snapshot (index → tree → commit), list, restore and compact. The repository's work tree is
-//! the user's directory, but its git directory is ours: the user's own `.git` is never opened
-//! or written (libgit2 skips `.git` entries when adding), and the user's `.gitignore` files are
-//! honoured because libgit2 reads them from the work tree.
+//! open, list, restore and compact; taking a snapshot is `snapshot.rs`. The repository's work
+//! tree is the user's directory, but its git directory is ours: the user's own `.git` is never
+//! opened or written, and the user's `.gitignore` files are honoured.
 //!
 //! Everything here is blocking (libgit2, file I/O): callers run it off the async runtime.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use git2::{IndexAddOption, Oid, Repository, RepositoryInitOptions, Signature};
+use git2::{Oid, Repository, RepositoryInitOptions};
 
-use crate::checkpoints::{CheckpointError, Limits};
+use crate::checkpoints::pack::{self, Kind, PackWriter};
+use crate::checkpoints::{CheckpointError, Limits, stat_cache};
 use crate::tools::file_path;
 
 /// File in the shadow directory naming the work tree it belongs to.
@@ -101,79 +101,7 @@ impl ShadowRepo {
 
     /// Records the work tree as a new checkpoint (nothing new when it did not change).
     pub fn snapshot(&self, label: &str, limits: &Limits) -> Result<Snapshot, CheckpointError> {
-        let first = self.repo.head().is_err();
-        if first && let Some(reason) = too_large(&self.workdir, limits) {
-            return Ok(Snapshot::Skipped(reason));
-        }
-        let mut index = self.repo.index()?;
-        // Tracked files that changed or went away.
-        index.update_all(["*"], None)?;
-        let mut notes = Vec::new();
-        let mut big: Vec<String> = Vec::new();
-        let mut added = 0usize;
-        let mut over = false;
-        let max_file = limits.max_file_bytes;
-        let workdir = self.workdir.clone();
-        let result = index.add_all(
-            ["*"],
-            IndexAddOption::DEFAULT,
-            Some(&mut |path: &Path, _spec: &[u8]| -> i32 {
-                let size = std::fs::symlink_metadata(workdir.join(path)).map_or(0, |m| m.len());
-                if size > max_file {
-                    if big.len() < 5 {
-                        big.push(path.display().to_string());
-                    }
-                    return 1; // skip this file
-                }
-                added += 1;
-                if added > limits.max_files {
-                    over = true;
-                    return -1; // stop: too many new files
-                }
-                0
-            }),
-        );
-        if over {
-            // Leave the stored index as it was.
-            let _ = index.read(true);
-            return Ok(Snapshot::Skipped(format!(
-                "more than {} new files since the last checkpoint",
-                limits.max_files
-            )));
-        }
-        result?;
-        if !big.is_empty() {
-            notes.push(format!(
-                "skipped files over {} MB: {}",
-                limits.max_file_bytes / (1024 * 1024),
-                big.join(", ")
-            ));
-        }
-        let tree_id = index.write_tree()?;
-        let parent = self.repo.head().ok().and_then(|h| h.peel_to_commit().ok());
-        if let Some(p) = &parent
-            && p.tree_id() == tree_id
-        {
-            // Nothing to record; rewriting the whole index file would be most of the cost.
-            return Ok(Snapshot::Unchanged);
-        }
-        index.write()?;
-        let tree = self.repo.find_tree(tree_id)?;
-        let sig = Signature::now("hermes", "hermes@localhost")?;
-        let mut message = one_line(label);
-        for n in &notes {
-            message.push('\n');
-            message.push_str(n);
-        }
-        let parents: Vec<&git2::Commit> = parent.iter().collect();
-        let id = self
-            .repo
-            .commit(Some("HEAD"), &sig, &sig, &message, &tree, &parents)?;
-        Ok(Snapshot::Taken {
-            id: id.to_string(),
-            files: index.len(),
-            notes,
-        })
+        crate::checkpoints::snapshot::take(&self.repo, &self.workdir, label, limits)
     }
 
     /// Checkpoints, newest first (numbered from 1).
@@ -306,6 +234,8 @@ impl ShadowRepo {
             self.workdir.as_os_str().as_encoded_bytes(),
         )
         .map_err(|e| CheckpointError::io(&fresh_dir, e))?;
+        // The newest tree is kept, so its stat cache stays valid.
+        let _ = std::fs::copy(dir.join(stat_cache::FILE), fresh_dir.join(stat_cache::FILE));
         drop(self);
         let old = dir.with_extension("old");
         let _ = std::fs::remove_dir_all(&old);
@@ -323,12 +253,21 @@ impl ShadowRepo {
         opts: &RepositoryInitOptions,
     ) -> Result<(), CheckpointError> {
         let fresh = Repository::init_opts(fresh_dir, opts)?;
-        let (src, dst) = (self.repo.odb()?, fresh.odb()?);
+        let src = self.repo.odb()?;
+        // Every tree and blob the kept checkpoints reach, as one pack.
+        let objects = fresh_dir.join("objects");
+        let io = |e| CheckpointError::io(&objects, e);
+        let mut pack = PackWriter::create(&objects).map_err(io)?;
         let mut copied = BTreeSet::new();
+        for cp in kept {
+            let commit = self.repo.find_commit(Oid::from_str(&cp.id)?)?;
+            copy_tree(&self.repo, &src, &mut pack, commit.tree_id(), &mut copied)?;
+        }
+        pack.finish().map_err(io)?;
+        fresh.odb()?.refresh()?;
         let mut parent: Option<Oid> = None;
         for cp in kept.iter().rev() {
             let commit = self.repo.find_commit(Oid::from_str(&cp.id)?)?;
-            copy_tree(&self.repo, &src, &dst, commit.tree_id(), &mut copied)?;
             let tree = fresh.find_tree(commit.tree_id())?;
             let parents: Vec<git2::Commit> = parent
                 .iter()
@@ -356,25 +295,33 @@ impl ShadowRepo {
 fn copy_tree(
     repo: &Repository,
     src: &git2::Odb,
-    dst: &git2::Odb,
+    pack: &mut PackWriter,
     tree_id: Oid,
     copied: &mut BTreeSet<Oid>,
 ) -> Result<(), CheckpointError> {
+    let mut copy = |id: Oid, kind: Kind| -> Result<(), CheckpointError> {
+        let obj = src.read(id)?;
+        pack::pack_object(kind, obj.data())
+            .and_then(|o| pack.add(&o))
+            .map_err(|e| CheckpointError::io(repo.path(), e))
+    };
     if !copied.insert(tree_id) {
         return Ok(());
     }
-    let obj = src.read(tree_id)?;
-    dst.write(obj.kind(), obj.data())?;
+    copy(tree_id, Kind::Tree)?;
     let tree = repo.find_tree(tree_id)?;
+    let mut subtrees = Vec::new();
     for entry in tree.iter() {
         match entry.kind() {
-            Some(git2::ObjectType::Tree) => copy_tree(repo, src, dst, entry.id(), copied)?,
+            Some(git2::ObjectType::Tree) => subtrees.push(entry.id()),
             Some(git2::ObjectType::Blob) if copied.insert(entry.id()) => {
-                let obj = src.read(entry.id())?;
-                dst.write(obj.kind(), obj.data())?;
+                copy(entry.id(), Kind::Blob)?
             }
             _ => {}
         }
+    }
+    for sub in subtrees {
+        copy_tree(repo, src, pack, sub, copied)?;
     }
     Ok(())
 }
@@ -386,46 +333,7 @@ pub fn workdir_of(shadow: &Path) -> Option<PathBuf> {
     Some(PathBuf::from(std::ffi::OsStr::from_bytes(&bytes)))
 }
 
-/// Whether a first snapshot would be too large: counts files (honouring .gitignore) up to the
-/// limit instead of letting libgit2 hash a whole home directory.
-fn too_large(workdir: &Path, limits: &Limits) -> Option<String> {
-    let walker = ignore::WalkBuilder::new(workdir)
-        .hidden(false)
-        .git_ignore(true)
-        .require_git(false)
-        .parents(true)
-        .filter_entry(|e| e.file_name() != ".git")
-        .build();
-    let mut files = 0usize;
-    let mut bytes = 0u64;
-    for entry in walker.flatten() {
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
-        files += 1;
-        let size = entry.metadata().map_or(0, |m| m.len());
-        if size <= limits.max_file_bytes {
-            bytes += size;
-        }
-        if files > limits.max_files {
-            return Some(format!(
-                "{} has more than {} files (checkpoints.max_files)",
-                workdir.display(),
-                limits.max_files
-            ));
-        }
-        if bytes > limits.max_total_bytes {
-            return Some(format!(
-                "{} holds more than {} MB (checkpoints.max_total_size_mb)",
-                workdir.display(),
-                limits.max_total_bytes / (1024 * 1024)
-            ));
-        }
-    }
-    None
-}
-
-fn one_line(label: &str) -> String {
+pub(super) fn one_line(label: &str) -> String {
     let line = label.lines().next().unwrap_or("").trim();
     let cut = crate::util::truncate_chars(line, 72);
     if cut.is_empty() {
