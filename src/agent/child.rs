@@ -179,18 +179,31 @@ impl ChildHandle {
 /// The children running in this process (held by `Services`).
 #[derive(Default)]
 pub struct Children {
+    state: Arc<ChildrenState>,
+}
+
+#[derive(Default)]
+struct ChildrenState {
     running: Mutex<HashMap<u64, CancellationToken>>,
     next_id: std::sync::atomic::AtomicU64,
     idle: Notify,
 }
 
-/// Removes a child from the running set when its task ends, however it ends.
-struct Running<'a> {
-    set: &'a Children,
+/// Removes a child from the running set when its task ends, however it ends (also when the
+/// task is dropped before it first runs). Owned, so it is taken before the task is spawned:
+/// a front end that waits for idle right after starting a review must see it running.
+struct Running {
+    set: Arc<ChildrenState>,
     id: u64,
 }
 
-impl Drop for Running<'_> {
+impl ChildrenState {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, CancellationToken>> {
+        self.running.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Drop for Running {
     fn drop(&mut self) {
         let mut running = self.set.lock();
         running.remove(&self.id);
@@ -202,15 +215,19 @@ impl Drop for Running<'_> {
 
 impl Children {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, CancellationToken>> {
-        self.running.lock().unwrap_or_else(PoisonError::into_inner)
+        self.state.lock()
     }
 
-    fn enter(&self, cancel: CancellationToken) -> Running<'_> {
+    fn enter(&self, cancel: CancellationToken) -> Running {
         let id = self
+            .state
             .next_id
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.lock().insert(id, cancel);
-        Running { set: self, id }
+        Running {
+            set: self.state.clone(),
+            id,
+        }
     }
 
     /// Children running now.
@@ -229,7 +246,7 @@ impl Children {
     pub async fn wait_idle(&self, max: Duration) -> usize {
         let deadline = tokio::time::Instant::now() + max;
         loop {
-            let idle = self.idle.notified();
+            let idle = self.state.idle.notified();
             let left = self.running();
             if left == 0 {
                 return 0;
@@ -259,8 +276,9 @@ impl Services {
             result,
         };
         let services = self.clone();
+        let running = self.children.enter(cancel.clone());
         let task = async move {
-            let _running = services.children.enter(cancel.clone());
+            let _running = running;
             let label = spec.label.clone();
             let result = run_child(&services, parent, spec, cancel, progress_tx).await;
             tracing::info!(
