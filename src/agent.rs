@@ -434,6 +434,10 @@ impl Agent {
     pub fn approvals(&self) -> &ApprovalGate {
         &self.approvals
     }
+    /// The session's scratch state (its todo list), for front ends that show the plan.
+    pub fn scratch(&self) -> Arc<SessionScratch> {
+        self.scratch.clone()
+    }
 
     /// Switches the model/provider for later turns (the system prompt stays frozen).
     pub async fn set_client(&mut self, client: Arc<dyn LlmClient>) -> Result<(), AgentError> {

@@ -20,6 +20,7 @@ pub mod mcp;
 pub mod memory;
 pub mod model_limits;
 pub mod profiles;
+pub mod providers;
 pub mod python_defaults;
 mod python_keys;
 pub mod security;

@@ -4,6 +4,7 @@
 //! providers, `tools` holds what the model can call, `sessions` is state.db, `security` guards
 //! commands and paths, `cli` is the terminal front end.
 
+pub mod acp;
 pub mod agent;
 pub mod checkpoints;
 pub mod cli;
@@ -11,6 +12,7 @@ pub mod config;
 pub mod gateway;
 pub mod llm;
 pub mod mcp;
+pub mod mcp_server;
 pub mod memory;
 pub mod panics;
 pub mod security;

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::Value;
+use crate::config::providers::FallbackFile;
 
 use crate::agent::credentials::{AuthFile, CredentialPool, PoolAction, Seed, Strategy};
 use crate::config::Config;
@@ -44,10 +44,11 @@ impl Failover {
         primary: &Provider,
     ) -> (Self, Option<Arc<dyn LlmClient>>) {
         let pool_key = pool_key(primary);
-        let strategy = config.raw["credential_pool_strategies"][&pool_key]
-            .as_str()
-            .map(Strategy::parse)
-            .unwrap_or(Strategy::FillFirst);
+        let strategy = config
+            .file
+            .credential_pool_strategies
+            .get(&pool_key)
+            .map_or(Strategy::FillFirst, |s| Strategy::parse(s));
         let extra = extra_keys(config, primary);
         let mut seeds: Vec<Seed<'_>> = primary
             .api_key
@@ -68,8 +69,9 @@ impl Failover {
             }
         };
         let mut fallbacks = Vec::new();
-        for entry in fallback_entries(&config.raw) {
-            match resolve_entry(config, &entry).await {
+        let entries = config.file.fallback_providers.iter();
+        for entry in entries.chain(&config.file.fallback_model) {
+            match resolve_entry(config, entry).await {
                 Ok(p) => fallbacks.push(p),
                 Err(e) => tracing::warn!(error = %e, "fallback provider skipped"),
             }
@@ -267,14 +269,12 @@ pub fn pool_key(p: &Provider) -> String {
 /// `<KEY_VAR>_2` … `<KEY_VAR>_9` of the provider's own key variable (from the provider table,
 /// carried as `Provider::key_env`), in the environment / `.env` (e.g. `OPENROUTER_API_KEY_2`).
 fn extra_keys(config: &Config, provider: &Provider) -> Vec<(String, &'static str)> {
-    let mut keys: Vec<(String, &'static str)> = config.raw["providers"][&provider.name]["api_keys"]
-        .as_array()
-        .map(|list| {
-            list.iter()
-                .filter_map(Value::as_str)
-                .map(|k| (k.to_string(), "config.yaml"))
-                .collect()
-        })
+    let mut keys: Vec<(String, &'static str)> = config
+        .file
+        .providers
+        .get(&provider.name)
+        .and_then(|p| p.api_keys.as_ref())
+        .map(|list| list.iter().map(|k| (k.clone(), "config.yaml")).collect())
         .unwrap_or_default();
     let vars = provider
         .key_env
@@ -289,37 +289,30 @@ fn extra_keys(config: &Config, provider: &Provider) -> Vec<(String, &'static str
     keys
 }
 
-fn fallback_entries(raw: &Value) -> Vec<Value> {
-    let mut out: Vec<Value> = raw["fallback_providers"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    if let Some(obj) = raw["fallback_model"].as_object() {
-        out.push(Value::Object(obj.clone()));
-    }
-    out
-}
-
-async fn resolve_entry(config: &Config, entry: &Value) -> Result<Provider, String> {
-    let s = |k: &str| {
-        entry[k]
-            .as_str()
-            .map(str::to_string)
-            .filter(|v| !v.is_empty())
+async fn resolve_entry(config: &Config, entry: &FallbackFile) -> Result<Provider, String> {
+    let named = |what: &str| {
+        format!(
+            "fallback entry (provider {:?}, model {:?}) {what}",
+            entry.provider.as_deref().unwrap_or(""),
+            entry.model.as_deref().unwrap_or("")
+        )
     };
+    // `key_env` names the variable holding the key (Python Hermes reads it too).
+    let api_key = entry.api_key.clone().or_else(|| {
+        let var = entry.key_env.as_deref()?;
+        config.env.get(var).map(str::to_string)
+    });
     let flags = ProviderFlags {
-        provider: s("provider"),
-        model: s("model"),
-        base_url: s("base_url"),
-        api_key: s("api_key"),
+        provider: entry.provider.clone(),
+        model: entry.model.clone(),
+        base_url: entry.base_url.clone(),
+        api_key,
     };
     if flags.model.is_none() {
-        return Err(format!("fallback entry {entry} has no model"));
+        return Err(named("has no model"));
     }
     if flags.provider.is_none() && flags.base_url.is_none() {
-        return Err(format!(
-            "fallback entry {entry} names no provider or base_url"
-        ));
+        return Err(named("names no provider or base_url"));
     }
     provider::resolve(ResolveInputs {
         flags: &flags,

@@ -123,7 +123,7 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Serve the agent on chat platforms (Telegram), or show the gateway's health.
+    /// Serve the agent on the configured chat platforms and API server, or show its health.
     Gateway {
         #[command(subcommand)]
         action: crate::cli::gateway_cmd::GatewayCommand,
@@ -168,6 +168,8 @@ pub enum Command {
         #[command(subcommand)]
         action: crate::cli::profile_cmd::ProfileCommand,
     },
+    /// Serve the Agent Client Protocol on stdio for an editor (Zed: `agent_servers`).
+    Acp,
     /// MCP servers: list, add, remove, test them; `serve` offers hermes to MCP clients.
     Mcp {
         #[command(subcommand)]

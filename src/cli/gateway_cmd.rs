@@ -7,9 +7,6 @@ use tokio_util::sync::CancellationToken;
 use crate::cli::args::RunArgs;
 use crate::cli::{CliError, exit, setup};
 use crate::config::Config;
-use crate::gateway::delivery::split_message;
-use crate::gateway::ledger::send_with_retry;
-use crate::gateway::platform::SendOptions;
 
 #[derive(Debug, Subcommand)]
 pub enum GatewayCommand {
@@ -139,39 +136,10 @@ pub fn send(
     target: &str,
     text: &str,
 ) -> Result<u8, CliError> {
-    let Some((platform, chat)) = target
-        .split_once(':')
-        .filter(|(p, c)| !p.is_empty() && !c.is_empty())
-    else {
-        return Err(CliError::Setup(format!(
-            "bad target `{target}`: use PLATFORM:CHAT_ID, e.g. telegram:123456"
-        )));
-    };
-    if text.trim().is_empty() {
-        return Err(CliError::Setup("nothing to send: the text is empty".into()));
-    }
-    let platforms = crate::gateway::configured(config, Some(platform))
-        .map_err(|e| CliError::Setup(e.to_string()))?;
-    let Some(adapter) = platforms.adapters.into_iter().next() else {
-        let hint = crate::gateway::platform::registered()
-            .into_iter()
-            .find(|r| r.name == platform)
-            .map(|r| format!(" (configure {})", r.setup_hint))
-            .unwrap_or_default();
-        return Err(CliError::Setup(format!(
-            "platform `{platform}` has no chats to send to{hint}"
-        )));
-    };
-
-    runtime.block_on(async {
-        let len = |s: &str| adapter.message_len(s);
-        for chunk in split_message(text, adapter.max_message_len(), &len) {
-            send_with_retry(adapter.as_ref(), chat, &chunk, &SendOptions::default())
-                .await
-                .map_err(|e| CliError::Setup(format!("send to {target} failed: {e}")))?;
-        }
-        Ok(exit::OK)
-    })
+    runtime
+        .block_on(crate::gateway::send::send_text(config, target, text))
+        .map(|_| exit::OK)
+        .map_err(|e| CliError::Setup(e.to_string()))
 }
 
 #[derive(Debug, Subcommand)]

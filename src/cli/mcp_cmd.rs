@@ -64,9 +64,9 @@ pub fn run(
         McpCommand::Add(args) => add(&config, args),
         McpCommand::Remove { name } => remove(&config, &name),
         McpCommand::Test { name } => test(runtime, &config, &name),
-        McpCommand::Serve(_args) => Err(CliError::Usage(
-            "`hermes mcp serve` is not available yet in this build".into(),
-        )),
+        McpCommand::Serve(args) => {
+            crate::cli::mcp_serve_cmd::run(runtime, config, args.http.as_deref())
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! Terminal front end: argument parsing, the REPL, one-shot mode and the `sessions` commands.
 //! It talks to the agent only through `Agent`'s API and the `AgentEvent` stream.
 
+pub mod acp_cmd;
 pub mod args;
 pub mod checkpoints_cmd;
 pub mod claw;
@@ -12,6 +13,7 @@ pub mod insights_cmd;
 pub mod logs_cmd;
 pub mod markdown;
 pub mod mcp_cmd;
+pub mod mcp_serve_cmd;
 pub mod memory_cmd;
 pub mod model_cmd;
 pub mod not_yet;
@@ -164,6 +166,7 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
             },
         ),
         Some(args::Command::Tools { action }) => tools_cmd::run(&config, action),
+        Some(args::Command::Acp) => acp_cmd::run(&runtime, &cli.run, config),
         Some(args::Command::Mcp { action }) => mcp_cmd::run(&runtime, config, action),
         Some(args::Command::Config { .. } | args::Command::Profile { .. }) => Err(CliError::Setup(
             "config and profile commands run before this point".into(),

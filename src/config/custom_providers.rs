@@ -11,8 +11,10 @@
 //!     api_mode: chat_completions   # or anthropic_messages
 //!     extra_headers: {X-Team: a}
 //! ```
-//! Python-only fields (`models`, `context_length`, `extra_body`, ...) are accepted and ignored,
-//! as Python Hermes ignores unknown ones.
+//! Python-only fields (`models`, `context_length`, `extra_body`, ...) are accepted and ignored;
+//! any other key is a typo (an error with "did you mean", `config/keys.rs`). The entries are
+//! parsed with the rest of config.yaml (`ConfigFile::custom_providers`); `validate` checks what
+//! serde cannot (a name, a usable base_url, no name twice).
 
 use std::collections::BTreeMap;
 
@@ -36,14 +38,22 @@ pub struct CustomProvider {
     pub model: Option<String>,
     pub extra_headers: BTreeMap<String, String>,
     pub request_timeout_seconds: Option<f64>,
+    // Read by Python Hermes only: accepted as written (listed, so a misspelt key is an error).
+    pub models: Option<Value>,
+    #[serde(alias = "contextLength")]
+    pub context_length: Option<Value>,
+    pub extra_body: Option<Value>,
+    pub stale_timeout_seconds: Option<Value>,
+    #[serde(alias = "rateLimitDelay")]
+    pub rate_limit_delay: Option<Value>,
+    pub ssl_verify: Option<Value>,
+    pub ssl_ca_cert: Option<Value>,
+    pub discover_models: Option<Value>,
+    pub provider: Option<Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CustomProvidersError {
-    #[error(
-        "custom_providers in config.yaml must be a list (start each entry with `- name: ...`), found {0}"
-    )]
-    NotAList(&'static str),
     #[error("custom_providers entry {index} in config.yaml: {message}")]
     Entry { index: usize, message: String },
 }
@@ -60,39 +70,13 @@ pub fn normalize(name: &str) -> String {
     name.trim().to_lowercase().replace(' ', "-")
 }
 
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "nothing",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "a mapping",
-    }
-}
-
-/// Reads the `custom_providers` value of config.yaml (`Null` when absent).
-pub fn parse(value: &Value) -> Result<Vec<CustomProvider>, CustomProvidersError> {
-    let entries = match value {
-        Value::Null => return Ok(Vec::new()),
-        Value::Array(entries) => entries,
-        other => return Err(CustomProvidersError::NotAList(kind(other))),
-    };
-    let mut out: Vec<CustomProvider> = Vec::with_capacity(entries.len());
-    for (i, entry) in entries.iter().enumerate() {
-        let index = i + 1;
-        let err = |message: String| CustomProvidersError::Entry { index, message };
-        if !entry.is_object() {
-            return Err(err(format!(
-                "expected a mapping with name and base_url, found {}",
-                kind(entry)
-            )));
-        }
-        let provider: CustomProvider =
-            serde_path_to_error::deserialize(entry.clone()).map_err(|e| {
-                let at = e.path().to_string();
-                err(format!("`{at}`: {}", e.into_inner()))
-            })?;
+/// Checks the entries serde parsed: each has a name and an http(s) base_url, no name twice.
+pub fn validate(entries: &[CustomProvider]) -> Result<(), CustomProvidersError> {
+    for (i, provider) in entries.iter().enumerate() {
+        let err = |message: String| CustomProvidersError::Entry {
+            index: i + 1,
+            message,
+        };
         if provider.slug().is_empty() {
             return Err(err("has no `name`; add `name: my-provider`".into()));
         }
@@ -105,30 +89,30 @@ pub fn parse(value: &Value) -> Result<Vec<CustomProvider>, CustomProvidersError>
                 provider.name, provider.base_url
             )));
         }
-        if out.iter().any(|p| p.slug() == provider.slug()) {
+        if entries[..i].iter().any(|p| p.slug() == provider.slug()) {
             return Err(err(format!(
                 "the name `{}` is used twice; give each custom provider its own name",
                 provider.name
             )));
         }
-        out.push(provider);
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn yaml(text: &str) -> Value {
-        serde_saphyr::from_str(text).unwrap()
+    fn parse(text: &str) -> Result<Vec<CustomProvider>, CustomProvidersError> {
+        let list: Vec<CustomProvider> = serde_saphyr::from_str(text).unwrap();
+        validate(&list).map(|()| list)
     }
 
     #[test]
     fn python_entries_parse_with_aliases() {
-        let list = parse(&yaml(
+        let list = parse(
             "- name: My Gateway\n  url: http://gw:1/v1\n  apiKey: k\n  transport: anthropic_messages\n  default_model: m\n  context_length: 8000\n  models: [a, b]\n  extra_headers: {X-Team: a}\n",
-        ))
+        )
         .unwrap();
         assert_eq!(list.len(), 1);
         let p = &list[0];
@@ -141,26 +125,15 @@ mod tests {
     }
 
     #[test]
-    fn bad_shapes_are_readable_errors() {
-        let e = parse(&yaml("name: x\n")).unwrap_err().to_string();
-        assert!(e.contains("must be a list"), "{e}");
-        let e = parse(&yaml("- name: x\n")).unwrap_err().to_string();
+    fn entries_without_name_or_url_or_twice_are_readable_errors() {
+        let e = parse("- name: x\n").unwrap_err().to_string();
         assert!(e.contains("entry 1") && e.contains("base_url"), "{e}");
-        let e = parse(&yaml("- base_url: http://h/v1\n"))
-            .unwrap_err()
-            .to_string();
+        let e = parse("- base_url: http://h/v1\n").unwrap_err().to_string();
         assert!(e.contains("name"), "{e}");
-        let e = parse(&yaml(
-            "- name: a\n  base_url: http://h/v1\n  key_env: [1]\n",
-        ))
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("key_env"), "{e}");
-        let e = parse(&yaml(
-            "- {name: A, base_url: 'http://h/v1'}\n- {name: a, base_url: 'http://i/v1'}\n",
-        ))
-        .unwrap_err()
-        .to_string();
+        let e =
+            parse("- {name: A, base_url: 'http://h/v1'}\n- {name: a, base_url: 'http://i/v1'}\n")
+                .unwrap_err()
+                .to_string();
         assert!(e.contains("entry 2") && e.contains("twice"), "{e}");
     }
 }

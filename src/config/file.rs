@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::{
     ToolsetDef, auxiliary, budget, checkpoints, delegation, gateway, mcp, memory, security,
 };
-use super::{skills, terminal};
+use super::{custom_providers, providers, skills, terminal};
 
 /// The whole document. Opaque (`Value`) fields are sections read elsewhere that are not typed
 /// yet; their keys are not checked here.
@@ -82,17 +82,24 @@ pub struct ConfigFile {
     /// `budget:` (ours): prices and spend caps (`agent/spend.rs`).
     #[serde(deserialize_with = "or_default")]
     pub budget: budget::BudgetFile,
-    // Read through `Config::raw` by their owners (failover, approval policy, tools/deferred.rs
-    // for `tools.tool_search`):
+    /// `tools.tool_search`, read through `Config::raw` by `tools/deferred.rs`.
     pub tools: Option<Value>,
-    pub providers: Option<Value>,
-    pub fallback_providers: Option<Value>,
-    pub fallback_model: Option<Value>,
-    pub credential_pool_strategies: Option<Value>,
-    pub custom_providers: Option<Value>,
+    /// The provider paths (`providers.rs`, `custom_providers.rs`).
+    #[serde(deserialize_with = "or_default")]
+    pub providers: providers::Providers,
+    #[serde(deserialize_with = "providers::one_or_many")]
+    pub fallback_providers: Vec<providers::FallbackFile>,
+    #[serde(deserialize_with = "providers::one_or_many")]
+    pub fallback_model: Vec<providers::FallbackFile>,
+    #[serde(deserialize_with = "providers::strategies")]
+    pub credential_pool_strategies: BTreeMap<String, String>,
+    #[serde(deserialize_with = "or_default")]
+    pub custom_providers: Vec<custom_providers::CustomProvider>,
     /// `api_server.approvals` / `platforms.api_server.approvals` (approval policy).
-    pub api_server: Option<Value>,
-    pub platforms: Option<Value>,
+    #[serde(deserialize_with = "or_default")]
+    pub api_server: providers::ApiServerApprovals,
+    #[serde(deserialize_with = "or_default")]
+    pub platforms: providers::Platforms,
     /// Boundary keys the user chose although they equal Python Hermes's default (ours;
     /// `python_defaults.rs`).
     pub hermes_explicit: Option<Vec<String>>,
@@ -224,8 +231,23 @@ pub(super) fn our_fields(parent: &str) -> &'static [&'static str] {
         "budget" => f::<budget::BudgetFile>(),
         p if p.starts_with("budget.prices.") => f::<budget::PriceFile>(),
         p if p.starts_with("auxiliary.") => f::<auxiliary::AuxTask>(),
+        "api_server" => f::<providers::ApiServerApprovals>(),
+        "fallback_model" => f::<providers::FallbackFile>(),
+        p if one_below(p, "providers") => f::<providers::ProviderFile>(),
+        p if one_below(p, "platforms") => f::<providers::PlatformFile>(),
+        p if one_below(p, "fallback_providers") || one_below(p, "fallback_model") => {
+            f::<providers::FallbackFile>()
+        }
+        p if one_below(p, "custom_providers") => f::<custom_providers::CustomProvider>(),
         _ => &[],
     }
+}
+
+/// Whether `path` is `section.<one entry>` (a map key or a list index).
+fn one_below(path: &str, section: &str) -> bool {
+    path.strip_prefix(section)
+        .and_then(|rest| rest.strip_prefix('.'))
+        .is_some_and(|entry| !entry.is_empty() && !entry.contains('.'))
 }
 
 /// `null` (a section written with nothing under it) means the defaults.

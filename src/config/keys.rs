@@ -82,7 +82,8 @@ impl Classifier {
     pub fn finish(self, doc: &Value, file: &Path) -> Result<Vec<String>, ConfigError> {
         let mut unsupported = Vec::new();
         for segs in self.ignored {
-            if !python_knows(&segs, true) {
+            let parent = &segs[..segs.len().saturating_sub(1)];
+            if super::providers::closed(parent) || !python_knows(&segs, true) {
                 return Err(unknown(&segs, file));
             }
             // A Python section we do not read: check the keys the user wrote inside it.

@@ -227,7 +227,7 @@ fn error(status: StatusCode, kind: &str, message: &str) -> Response {
 }
 
 /// Constant-time comparison of the presented bearer key.
-fn authorised(headers: &HeaderMap, key: &str) -> bool {
+pub(crate) fn authorised(headers: &HeaderMap, key: &str) -> bool {
     let Some(given) = headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())

@@ -21,6 +21,7 @@ pub mod platform;
 pub mod retention;
 pub mod runner;
 mod runner_rules;
+pub mod send;
 pub mod session;
 pub mod settings;
 pub mod telegram;

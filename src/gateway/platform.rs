@@ -1,9 +1,9 @@
 //! The platform boundary: the `PlatformAdapter` trait every chat platform implements, the inbound
 //! `MessageEvent` / `SessionSource` model (reference §12.2) and session keys (§12.3).
 //!
-//! Adding a platform is one file implementing [`PlatformAdapter`] and registering it with
-//! `register_platform!` (its name, how to configure it, its constructor); the gateway's
-//! configuration, errors and hints come from those registrations. Routing, ordering, chunking,
+//! Adding a platform is one file (plus its `mod` line) implementing [`PlatformAdapter`] and
+//! registering it with `register_platform!` (its name, how to configure it, its constructor);
+//! the gateway's configuration, errors and hints come from those registrations. Routing, ordering, chunking,
 //! the delivery ledger and hooks live in the runner, not in adapters.
 
 use std::time::Duration;

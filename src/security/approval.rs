@@ -16,6 +16,7 @@
 mod allowlist;
 mod catalog;
 mod dynamic;
+mod edits;
 mod normalize;
 mod oneliner;
 mod patterns;
@@ -47,6 +48,7 @@ use crate::llm::LlmClient;
 use crate::security::redact::redact;
 
 pub use catalog::Kind;
+pub use edits::EDIT_REASON;
 pub use patterns::{Classification, Finding, classify, detect, hardline};
 pub use policy::{Decision, Facts, Policy, Refusal, Review, RunMode, decide};
 pub use smart::SmartReviewer;

@@ -10,6 +10,7 @@
 
 mod compact;
 mod error;
+mod feed;
 mod gateway;
 mod ledger;
 mod listing;

@@ -48,6 +48,14 @@ impl TypedTool for Patch {
             ));
         }
         let (path, note) = file_path::prepare_write(ctx, &args.path, Access::Edit).await?;
+        // An editor (ACP) reviews edits before they happen.
+        if let crate::security::approval::Verdict::Blocked(why) = ctx
+            .approvals
+            .check_edit("patch", &path.resolved, ctx.prompt.as_ref())
+            .await
+        {
+            return Err(ToolError::Respond(why));
+        }
         let result = file_common::blocking(move || patch_file(&path, &args)).await;
         file_path::with_note(result, note)
     }

@@ -25,6 +25,14 @@ impl TypedTool for WriteFile {
 
     async fn run(&self, args: WriteFileArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let (path, note) = file_path::prepare_write(ctx, &args.path, Access::Write).await?;
+        // An editor (ACP) reviews edits before they happen.
+        if let crate::security::approval::Verdict::Blocked(why) = ctx
+            .approvals
+            .check_edit("write_file", &path.resolved, ctx.prompt.as_ref())
+            .await
+        {
+            return Err(ToolError::Respond(why));
+        }
         let result = file_common::blocking(move || write(&path, &args.content)).await;
         file_path::with_note(result, note)
     }

@@ -54,7 +54,10 @@ fn python_hermes_commands_we_lack_say_so() {
     for (args, needle) in [
         (vec!["cron", "list"], "`hermes cron` is not available yet"),
         (vec!["kanban"], "`hermes kanban` is not available yet"),
-        (vec!["-m", "x", "acp"], "`hermes acp` is not available yet"),
+        (
+            vec!["-m", "x", "dashboard"],
+            "`hermes dashboard` is not available yet",
+        ),
     ] {
         let out = env.bare_cmd().args(&args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");

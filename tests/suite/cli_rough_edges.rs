@@ -112,3 +112,28 @@ fn wrong_local_port_gives_up_after_three_tries_saying_each_retry() {
         "{err}"
     );
 }
+
+/// The README's "Home" paragraph: what the first run creates, and what only `hermes setup` (or
+/// the user) writes.
+#[test]
+fn first_run_creates_the_home_the_readme_describes() {
+    let mock = MockLlm::with_script([Reply::text("hello")]);
+    let env = TestEnv::new();
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "hi"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let home = env.home_path();
+    assert!(home.join("SOUL.md").is_file());
+    for dir in [
+        "memories", "skills", "hooks", "cron", "logs", "sessions", "cache",
+    ] {
+        assert!(home.join(dir).is_dir(), "{dir} missing");
+    }
+    assert!(home.join("state.db").is_file(), "the first conversation");
+    for file in ["config.yaml", ".env", "auth.json"] {
+        assert!(!home.join(file).exists(), "{file} written on first run");
+    }
+}

@@ -274,3 +274,79 @@ fn config_set_records_a_python_default_as_the_users_choice() {
         "{text}"
     );
 }
+
+const PY_CONFIG_READER: &str = r#"
+import json
+from hermes_cli.config import (load_config, validate_config_structure, check_config_version,
+                               save_config, read_raw_config)
+c = load_config()
+issues = [i.message for i in validate_config_structure(c)]
+save_config(c)
+raw = read_raw_config()
+print(json.dumps({"explicit": c.get("hermes_explicit"), "backend": c["terminal"]["backend"],
+                  "issues": issues, "version": list(check_config_version()),
+                  "after_save": raw.get("hermes_explicit")}))
+"#;
+
+/// Python Hermes reads a config.yaml with our `hermes_explicit` list without a complaint, does
+/// not take it for an old schema, and keeps it when it saves the file.
+#[test]
+fn python_hermes_keeps_and_ignores_the_choice_list() {
+    let check = "python_hermes_keeps_and_ignores_the_choice_list";
+    let Some(venv) = std::env::var_os("HERMES_PY_VENV") else {
+        crate::support::cross_check::cannot_run(check, "HERMES_PY_VENV is not set");
+        return;
+    };
+    let python = std::path::Path::new(&venv).join("bin/python");
+    let env = TestEnv::new();
+    env.config(PYTHON_CONFIG);
+    let out = env
+        .bare_cmd()
+        .args(["config", "set", "terminal.backend", "local"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = std::process::Command::new(&python)
+        .args(["-c", PY_CONFIG_READER])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", env.home_path())
+        .env("HERMES_HOME", env.home_path())
+        .output();
+    let out = match out {
+        Ok(out) if !String::from_utf8_lossy(&out.stderr).contains("ModuleNotFoundError") => out,
+        Ok(out) => {
+            crate::support::cross_check::cannot_run(check, &stderr(&out));
+            return;
+        }
+        Err(e) => {
+            crate::support::cross_check::cannot_run(check, &e.to_string());
+            return;
+        }
+    };
+    assert!(out.status.success(), "{}", stderr(&out));
+    let last = stdout(&out).lines().last().unwrap_or_default().to_string();
+    let v: serde_json::Value =
+        serde_json::from_str(&last).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)));
+    assert_eq!(
+        v["explicit"],
+        serde_json::json!(["terminal.backend"]),
+        "{v}"
+    );
+    assert_eq!(v["backend"], "local", "{v}");
+    assert_eq!(v["issues"], serde_json::json!([]), "{v}");
+    assert_eq!(v["version"][0], v["version"][1], "not a legacy schema: {v}");
+    assert_eq!(
+        v["after_save"],
+        serde_json::json!(["terminal.backend"]),
+        "{v}"
+    );
+    // And hermes still honours it in the file Python rewrote.
+    let out = env.bare_cmd().args(["sessions", "list"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("terminal.backend: local"),
+        "{}",
+        stderr(&out)
+    );
+}

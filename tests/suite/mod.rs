@@ -1,5 +1,6 @@
 //! Integration test modules, one per area.
 
+pub mod acp;
 pub mod agent_api;
 pub mod anthropic_cli;
 pub mod anthropic_client;
@@ -34,6 +35,7 @@ pub mod loop_guard;
 pub mod mcp_cli;
 pub mod mcp_client;
 pub mod mcp_deferred;
+pub mod mcp_serve;
 pub mod memory_e2e;
 pub mod model_cmd;
 pub mod model_limits;

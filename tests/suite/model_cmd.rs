@@ -177,3 +177,45 @@ fn a_python_hermes_config_with_an_empty_model_can_be_switched() {
     assert!(text.contains("model:\n  default: model-a\n"), "{text}");
     assert!(text.contains("_config_version: 33"), "{text}");
 }
+
+#[test]
+fn on_a_terminal_the_user_picks_from_the_list() {
+    let mock = MockLlm::start();
+    mock.set_models(&["model-a", "model-b"]);
+    let env = configured(&mock.base_url());
+    // `script` (util-linux) gives the command a terminal on both ends; the answer goes in
+    // through it.
+    let out = std::process::Command::new("script")
+        .args([
+            "-qec",
+            &format!("{} model", env!("CARGO_BIN_EXE_hermes")),
+            "/dev/null",
+        ])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", env.home_path())
+        .env("HERMES_HOME", env.home_path())
+        .env("TERM", "dumb")
+        .current_dir(env.cwd.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(b"2\n")?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}\n{}", stderr(&out));
+    assert!(
+        text.contains("*  1) model-a") && text.contains("   2) model-b"),
+        "{text}"
+    );
+    assert!(
+        text.contains("default model: model-b (was model-a"),
+        "{text}"
+    );
+    assert!(config_text(&env).contains("  default: model-b\n"));
+}

@@ -163,3 +163,94 @@ fn pooled_keys_of_a_non_default_provider_come_from_its_own_variables() {
     assert_eq!(auths.last().unwrap(), "Bearer sk-gw-two-2222");
     assert!(!auths.iter().any(|a| a.contains("wrong")), "{auths:?}");
 }
+
+#[test]
+fn typos_in_the_provider_paths_are_errors_with_did_you_mean() {
+    for (yaml, key, hint) in [
+        (
+            "providers:\n  openrouter:\n    api_kyes: [sk-a]\n",
+            "providers.openrouter.api_kyes",
+            "api_keys",
+        ),
+        (
+            "fallback_providers:\n  - {provider: openrouter, modle: m}\n",
+            "fallback_providers.0.modle",
+            "model",
+        ),
+        (
+            "fallback_model:\n  provider: openrouter\n  modle: m\n",
+            "fallback_model.modle",
+            "model",
+        ),
+        (
+            "custom_providers:\n  - name: a\n    base_url: http://h/v1\n    key_evn: A_KEY\n",
+            "custom_providers.0.key_evn",
+            "key_env",
+        ),
+        (
+            "api_server:\n  aprovals: allow\n",
+            "api_server.aprovals",
+            "approvals",
+        ),
+    ] {
+        let env = TestEnv::new();
+        env.config(yaml);
+        let out = env.bare_cmd().args(["sessions", "list"]).output().unwrap();
+        assert!(!out.status.success(), "{yaml} was accepted");
+        let err = stderr(&out);
+        assert!(err.contains(&format!("`{key}`")), "{yaml}: {err}");
+        assert!(
+            err.contains(&format!("did you mean `{hint}`")),
+            "{yaml}: {err}"
+        );
+    }
+    let env = TestEnv::new();
+    env.config("credential_pool_strategies:\n  openrouter: round_robbin\n");
+    let out = env.bare_cmd().args(["sessions", "list"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("credential_pool_strategies") && err.contains("did you mean `round_robin`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn python_shaped_provider_paths_load_without_warnings() {
+    let env = TestEnv::new();
+    env.config(
+        "providers:\n  my-llm:\n    base_url: http://h/v1\n    apiKey: k\n    models: [a]\n    api_keys: [sk-b]\n\
+         fallback_providers:\n  - provider: openrouter\n    model: m\n    api_key_env: OR_KEY\n\
+         fallback_model: {provider: openrouter, model: n}\n\
+         credential_pool_strategies: {openrouter: least_used}\n\
+         custom_providers:\n  - name: gw\n    url: http://g/v1\n    models: [x]\n    ssl_verify: false\n\
+         platforms:\n  telegram:\n    enabled: true\n    reply_to_mode: all\n  api_server:\n    approvals: deny\n",
+    );
+    let out = env.bare_cmd().args(["sessions", "list"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("config.yaml"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_provider_in_pythons_keyed_form_answers_a_one_shot() {
+    // Python Hermes' newer `providers:` mapping: an entry with a base_url is a provider too.
+    let env = TestEnv::new();
+    let mock = MockLlm::with_script([Reply::text("keyed hello")]);
+    env.config(&format!(
+        "providers:\n  team-llm:\n    baseUrl: {}\n    apiKeyEnv: TEAM_LLM_KEY\n    default_model: team-model\n",
+        mock.base_url()
+    ));
+    let out = env
+        .bare_cmd()
+        .env("TEAM_LLM_KEY", "sk-team-2222")
+        .args(["--provider", "team-llm", "-z", "hi"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "keyed hello\n");
+    assert_eq!(mock.requests()[0]["model"], "team-model");
+    assert_eq!(
+        mock.header(0, "authorization").as_deref(),
+        Some("Bearer sk-team-2222")
+    );
+}

@@ -1,8 +1,9 @@
 //! The provider table: every provider hermes can reach by name, as data. Built-in rows live in
 //! `BUILTIN`; another file may add one with `register_provider!`; config.yaml's
-//! `custom_providers:` adds the user's. Everything name-dependent is derived from the rows:
-//! whether a key is required, the environment auto-detection order, the local servers probed,
-//! the "nothing configured" help and the pooled-key variables (`<KEY>_2` … `<KEY>_9`).
+//! `custom_providers:` (and Python's keyed `providers:` form) adds the user's. Everything
+//! name-dependent is derived from the rows: whether a key is required, the environment
+//! auto-detection order, the local servers probed, the "nothing configured" help and the
+//! pooled-key variables (`<KEY>_2` … `<KEY>_9`).
 
 use std::time::Duration;
 
@@ -204,10 +205,18 @@ impl ProviderTable {
     /// The built-in rows plus the `custom_providers:` of config.yaml.
     pub fn for_config(config: &crate::config::Config) -> Result<Self, CustomProvidersError> {
         let mut table = Self::builtin();
-        for (i, custom) in custom_providers::parse(&config.raw["custom_providers"])?
-            .into_iter()
-            .enumerate()
-        {
+        // `custom_providers:` entries, then `providers:` entries that define an endpoint
+        // (Python Hermes' newer keyed form); a name already taken keeps its first entry.
+        let mut customs = config.file.custom_providers.clone();
+        for (key, entry) in &config.file.providers {
+            if let Some(custom) = entry.as_custom(key)
+                && !customs.iter().any(|c| c.slug() == custom.slug())
+            {
+                customs.push(custom);
+            }
+        }
+        custom_providers::validate(&customs)?;
+        for (i, custom) in customs.into_iter().enumerate() {
             if let Some(mode) = custom.api_mode.as_deref()
                 && WireApi::parse(mode).is_none()
             {

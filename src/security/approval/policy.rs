@@ -75,10 +75,6 @@ pub struct Policy {
     pub child_allows: bool,
 }
 
-fn lookup<'a>(section: Option<&'a Value>, path: &[&str]) -> Option<&'a Value> {
-    path.iter().try_fold(section?, |v, k| v.get(*k))
-}
-
 fn word(v: Option<&Value>) -> Option<String> {
     match v? {
         Value::String(s) => Some(s.trim().to_lowercase()),
@@ -100,9 +96,13 @@ impl Policy {
         {
             tracing::warn!(value = %m, "approvals.cron_mode is neither deny nor approve; using deny");
         }
-        // `api_server:` / `platforms:` are Python Hermes sections not typed yet.
-        let api = word(lookup(f.api_server.as_ref(), &["approvals"]))
-            .or_else(|| word(lookup(f.platforms.as_ref(), &["api_server", "approvals"])));
+        let api = word(f.api_server.approvals.as_ref()).or_else(|| {
+            word(
+                f.platforms
+                    .get("api_server")
+                    .and_then(|p| p.approvals.as_ref()),
+            )
+        });
         Policy {
             mode: config.approvals.mode,
             cron_allows: allows(cron_mode),

@@ -246,6 +246,25 @@ impl SessionStore {
         }))
     }
 
+    /// Every chat route: `(session_key, session_id)`, most recently updated first.
+    pub fn gateway_routes(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let rows: Vec<(String, String)> = self.read("list gateway routes", |conn| {
+            conn.prepare(
+                "SELECT session_key, entry_json FROM gateway_routing WHERE scope = ''
+                 ORDER BY updated_at DESC",
+            )?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect()
+        })?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(key, json)| {
+                let v = serde_json::from_str::<serde_json::Value>(&json).ok()?;
+                Some((key, v.get("session_id")?.as_str()?.to_string()))
+            })
+            .collect())
+    }
+
     /// The session a chat's key is routed to, if the route and the session both exist.
     pub fn gateway_routed_session(
         &self,

@@ -1,0 +1,300 @@
+//! The editor's sessions: each is an `Agent` on a state.db session with source `acp`, opened by
+//! `session/new` or `session/load` and kept for the connection's life. Listing reads state.db,
+//! so sessions from earlier connections (and crashed ones) are found again; the model option
+//! offers the provider's `/models` list and switches the session's client.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    ListSessionsResponse, LoadSessionResponse, NewSessionResponse, SessionConfigOption,
+    SessionConfigOptionCategory, SessionConfigOptionValue, SessionConfigSelectOption, SessionInfo,
+    SessionNotification, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+};
+use agent_client_protocol::{Client, Error};
+use tokio_util::sync::CancellationToken;
+
+use super::{AcpSetup, invalid, rpc_error, updates};
+use crate::agent::{Agent, AgentOptions, Services};
+use crate::llm::LlmClient;
+
+/// `sessions.source` of editor sessions.
+pub const SOURCE: &str = "acp";
+/// Sessions per `session/list` page.
+const PAGE: usize = 50;
+/// The config option that picks the model.
+const MODEL_OPTION: &str = "model";
+/// How long the provider's model list may take.
+const MODELS_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// One open session: its agent (locked while a turn runs) and the running turn's cancel token.
+pub struct AcpSession {
+    pub agent: tokio::sync::Mutex<Agent>,
+    pub turn: Mutex<Option<CancellationToken>>,
+    pub cwd: std::path::PathBuf,
+}
+
+/// The connection's state.
+pub struct AcpServer {
+    pub services: Arc<Services>,
+    client: Result<Arc<dyn LlmClient>, String>,
+    options: AgentOptions,
+    sessions: Mutex<HashMap<String, Arc<AcpSession>>>,
+    models: tokio::sync::OnceCell<Vec<String>>,
+}
+
+impl AcpServer {
+    pub fn new(setup: AcpSetup) -> Self {
+        AcpServer {
+            services: setup.services,
+            client: setup.client,
+            options: setup.options,
+            sessions: Mutex::new(HashMap::new()),
+            models: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    /// Why no model can be called, when none can.
+    pub fn provider_error(&self) -> Option<String> {
+        self.client.as_ref().err().cloned()
+    }
+
+    fn client(&self) -> Result<Arc<dyn LlmClient>, Error> {
+        self.client
+            .clone()
+            .map_err(|why| rpc_error(-32000, format!("authentication required: {why}")))
+    }
+
+    pub fn session(&self, id: &str) -> Result<Arc<AcpSession>, Error> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id)
+            .cloned()
+            .ok_or_else(|| {
+                invalid(format!(
+                    "no open session `{id}`: create one with session/new or open it with session/load"
+                ))
+            })
+    }
+
+    fn options_for(&self, cwd: &Path) -> Result<AgentOptions, Error> {
+        if !cwd.is_absolute() || !cwd.is_dir() {
+            return Err(invalid(format!(
+                "cwd `{}` is not an absolute path to a directory",
+                cwd.display()
+            )));
+        }
+        Ok(AgentOptions {
+            source: SOURCE.to_string(),
+            cwd: cwd.to_path_buf(),
+            interactive: true,
+            ..self.options.clone()
+        })
+    }
+
+    fn keep(&self, agent: Agent, cwd: &Path) -> String {
+        let id = agent.session_id().to_string();
+        let session = Arc::new(AcpSession {
+            agent: tokio::sync::Mutex::new(agent),
+            turn: Mutex::new(None),
+            cwd: cwd.to_path_buf(),
+        });
+        self.sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id.clone(), session);
+        id
+    }
+
+    pub async fn new_session(&self, cwd: &Path) -> Result<NewSessionResponse, Error> {
+        let client = self.client()?;
+        let options = self.options_for(cwd)?;
+        let model = client.provider().model.clone();
+        let agent = Agent::start(self.services.clone(), client, options)
+            .await
+            .map_err(|e| rpc_error(-32603, format!("cannot start the session: {e}")))?;
+        tracing::info!(session = agent.session_id(), cwd = %cwd.display(), "ACP session started");
+        let id = self.keep(agent, cwd);
+        let options = self.config_options(&model).await;
+        Ok(NewSessionResponse::new(id).config_options(options))
+    }
+
+    /// Opens a stored session and replays its conversation to the editor before answering.
+    pub async fn load_session(
+        &self,
+        id: &str,
+        cwd: &Path,
+        cx: &ConnectionTo<Client>,
+    ) -> Result<LoadSessionResponse, Error> {
+        let client = self.client()?;
+        let options = self.options_for(cwd)?;
+        let wanted = id.to_string();
+        let row = self
+            .services
+            .store
+            .call(move |s| s.session(&wanted))
+            .await
+            .map_err(|e| rpc_error(-32603, format!("cannot read state.db: {e}")))?
+            .ok_or_else(|| invalid(format!("no session `{id}` in state.db")))?;
+        let open = self
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id)
+            .cloned();
+        let (history, model) = match open {
+            Some(session) => {
+                let agent = session.agent.lock().await;
+                (agent.history().to_vec(), agent.model().to_string())
+            }
+            None => {
+                let agent = Agent::resume(self.services.clone(), client, row, options)
+                    .await
+                    .map_err(|e| rpc_error(-32603, format!("cannot open session `{id}`: {e}")))?;
+                let out = (agent.history().to_vec(), agent.model().to_string());
+                self.keep(agent, cwd);
+                out
+            }
+        };
+        for update in updates::replay(&history, cwd) {
+            cx.send_notification(SessionNotification::new(id.to_string(), update))?;
+        }
+        let options = self.config_options(&model).await;
+        Ok(LoadSessionResponse::new().config_options(options))
+    }
+
+    /// Editor sessions, newest first, optionally only those in `cwd`; `cursor` is the offset.
+    pub async fn list_sessions(
+        &self,
+        cwd: Option<&Path>,
+        cursor: Option<&str>,
+    ) -> Result<ListSessionsResponse, Error> {
+        let offset: usize = match cursor {
+            Some(c) => c
+                .parse()
+                .map_err(|_| invalid(format!("cursor `{c}` did not come from session/list")))?,
+            None => 0,
+        };
+        let rows = self
+            .services
+            .store
+            .call(|s| {
+                let ids: Vec<(String, f64)> = s
+                    .list_summaries(10_000)?
+                    .into_iter()
+                    .filter(|r| r.source == SOURCE)
+                    .map(|r| (r.id, r.last_active))
+                    .collect();
+                let mut rows = Vec::with_capacity(ids.len());
+                for (id, last) in ids {
+                    if let Some(row) = s.session(&id)? {
+                        rows.push((row, last));
+                    }
+                }
+                Ok(rows)
+            })
+            .await
+            .map_err(|e| rpc_error(-32603, format!("cannot read state.db: {e}")))?;
+        let matching: Vec<_> = rows
+            .into_iter()
+            .filter(|(row, _)| {
+                cwd.is_none_or(|c| row.cwd.as_deref() == Some(&*c.to_string_lossy()))
+            })
+            .collect();
+        let total = matching.len();
+        let sessions = matching
+            .into_iter()
+            .skip(offset)
+            .take(PAGE)
+            .map(|(row, last)| {
+                let updated = chrono::DateTime::from_timestamp(last.trunc() as i64, 0)
+                    .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
+                SessionInfo::new(row.id, row.cwd.unwrap_or_default())
+                    .title(row.title)
+                    .updated_at(updated)
+            })
+            .collect();
+        let next = (offset + PAGE < total).then(|| (offset + PAGE).to_string());
+        Ok(ListSessionsResponse::new(sessions).next_cursor(next))
+    }
+
+    /// Cancels the session's running turn, if any.
+    pub fn cancel(&self, id: &str) {
+        let Ok(session) = self.session(id) else {
+            return;
+        };
+        let token = session
+            .turn
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(token) = token {
+            tracing::info!(session = id, "ACP turn cancelled by the editor");
+            token.cancel();
+        }
+    }
+
+    /// The models the editor can pick: the provider's list (once per connection) with the
+    /// current one first; just the current one when the provider does not list models.
+    async fn config_options(&self, current: &str) -> Vec<SessionConfigOption> {
+        let listed = self
+            .models
+            .get_or_init(|| async {
+                let Ok(client) = &self.client else {
+                    return Vec::new();
+                };
+                let p = client.provider();
+                crate::llm::provider::list_models(&p.base_url, p.api_key.as_deref(), MODELS_TIMEOUT)
+                    .await
+                    .unwrap_or_default()
+            })
+            .await;
+        let mut ids = vec![current.to_string()];
+        ids.extend(listed.iter().filter(|m| *m != current).cloned());
+        let choices: Vec<SessionConfigSelectOption> = ids
+            .iter()
+            .map(|m| SessionConfigSelectOption::new(m.clone(), m.clone()))
+            .collect();
+        vec![
+            SessionConfigOption::select(MODEL_OPTION, "Model", current.to_string(), choices)
+                .category(SessionConfigOptionCategory::Model),
+        ]
+    }
+
+    /// `model`: later turns use the chosen model on the same provider.
+    pub async fn set_config_option(
+        &self,
+        req: SetSessionConfigOptionRequest,
+    ) -> Result<SetSessionConfigOptionResponse, Error> {
+        if req.config_id.0.as_ref() != MODEL_OPTION {
+            return Err(invalid(format!(
+                "unknown option `{}`: hermes offers `{MODEL_OPTION}`",
+                req.config_id.0
+            )));
+        }
+        let SessionConfigOptionValue::ValueId { value } = &req.value else {
+            return Err(invalid("the model option takes a model id"));
+        };
+        let model = value.0.to_string();
+        let session = self.session(&req.session_id.0)?;
+        let mut provider = self.client()?.provider().clone();
+        provider.model = model.clone();
+        let client = crate::llm::client_for(&provider)
+            .map_err(|e| invalid(format!("cannot use model `{model}`: {e}")))?;
+        let mut agent = session.agent.try_lock().map_err(|_| {
+            invalid("a prompt is running in this session: change the model after it ends")
+        })?;
+        agent
+            .set_client(client)
+            .await
+            .map_err(|e| rpc_error(-32603, format!("cannot switch to `{model}`: {e}")))?;
+        tracing::info!(session = %req.session_id.0, %model, "ACP session model changed");
+        Ok(SetSessionConfigOptionResponse::new(
+            self.config_options(&model).await,
+        ))
+    }
+}

@@ -1,0 +1,531 @@
+//! `hermes acp` driven as an editor drives it: JSON-RPC lines over the child's stdin/stdout,
+//! against the scripted mock LLM. initialize → session/new → session/prompt with its streamed
+//! updates (text, tool calls with locations, the plan) → result; cancel mid-turn; a dangerous
+//! command asked through session/request_permission and denied (it does not run); a session
+//! listed and loaded again by a second process; stdout carries nothing but protocol frames.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::harness::TestEnv;
+use crate::support::mock_llm::{MockLlm, Reply};
+
+const WAIT: Duration = Duration::from_secs(30);
+/// Produced at run time: the classifier cannot say what it runs, so it must ask.
+const GENERATED: &str = "$(printf rm) -rf build";
+
+/// An editor's side of the connection.
+struct Editor {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+    next_id: u64,
+    /// Every message the agent sent, in order.
+    seen: Vec<Value>,
+}
+
+impl Editor {
+    fn start(env: &TestEnv, mock: &MockLlm) -> Editor {
+        let mut cmd = env.spawnable(&mock.base_url(), &["acp"]);
+        cmd.stdin(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Editor {
+            child,
+            stdin,
+            lines,
+            next_id: 0,
+            seen: Vec::new(),
+        }
+    }
+
+    fn send(&mut self, message: Value) {
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// The next message from the agent; every stdout line must be one JSON-RPC frame.
+    fn next(&mut self, deadline: Instant) -> Value {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = match self.lines.recv_timeout(left) {
+            Ok(line) => line,
+            Err(RecvTimeoutError::Timeout) => {
+                panic!("no message from hermes acp; seen {:#?}", self.seen)
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                panic!("hermes acp closed stdout; seen {:#?}", self.seen)
+            }
+        };
+        let value: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout line is not JSON-RPC ({e}): {line:?}"));
+        assert_eq!(value["jsonrpc"], "2.0", "{line}");
+        self.seen.push(value.clone());
+        value
+    }
+
+    fn request_id(&mut self, method: &str, params: Value) -> u64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// Sends a request and returns its response, answering the agent's own requests with
+    /// `on_request` and collecting `session/update` notifications into `updates`.
+    fn call_with(
+        &mut self,
+        method: &str,
+        params: Value,
+        updates: &mut Vec<Value>,
+        on_request: &mut dyn FnMut(&mut Editor, &Value),
+    ) -> Value {
+        let id = self.request_id(method, params);
+        self.wait_response(id, updates, on_request)
+    }
+
+    fn wait_response(
+        &mut self,
+        id: u64,
+        updates: &mut Vec<Value>,
+        on_request: &mut dyn FnMut(&mut Editor, &Value),
+    ) -> Value {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let msg = self.next(deadline);
+            if msg.get("method").is_some() && msg.get("id").is_some() {
+                on_request(self, &msg);
+            } else if msg["method"] == "session/update" {
+                updates.push(msg["params"]["update"].clone());
+            } else if msg["id"] == json!(id) {
+                return msg;
+            }
+        }
+    }
+
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        let mut updates = Vec::new();
+        self.call_with(method, params, &mut updates, &mut |_, req| {
+            panic!("unexpected request from the agent: {req}")
+        })
+    }
+
+    fn initialize(&mut self) -> Value {
+        let r = self.call(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "test-editor", "version": "1"}}),
+        );
+        assert!(r.get("error").is_none(), "{r}");
+        r["result"].clone()
+    }
+
+    fn new_session(&mut self, cwd: &std::path::Path) -> String {
+        let r = self.call("session/new", json!({"cwd": cwd, "mcpServers": []}));
+        assert!(r.get("error").is_none(), "{r}");
+        r["result"]["sessionId"].as_str().unwrap().to_string()
+    }
+
+    fn finish(mut self) {
+        drop(self.stdin);
+        let deadline = Instant::now() + WAIT;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                assert!(status.success(), "hermes acp exited with {status}");
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        panic!("hermes acp did not exit after stdin closed");
+    }
+}
+
+fn prompt(session: &str, text: &str) -> Value {
+    json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]})
+}
+
+fn kinds(updates: &[Value]) -> Vec<String> {
+    updates
+        .iter()
+        .map(|u| u["sessionUpdate"].as_str().unwrap_or("?").to_string())
+        .collect()
+}
+
+fn agent_text(updates: &[Value]) -> String {
+    updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .filter_map(|u| u["content"]["text"].as_str())
+        .collect()
+}
+
+#[test]
+fn a_prompt_streams_text_tool_calls_and_the_plan_then_the_session_loads_again() {
+    let env = TestEnv::new();
+    env.write("notes.txt", "the notes\n");
+    let mock = MockLlm::with_script([
+        Reply::tool_call(
+            "t1",
+            "todo",
+            json!({"todos": [{"id": "1", "content": "read the notes", "status": "in_progress"},
+                             {"id": "2", "content": "answer", "status": "pending"}]}),
+        ),
+        Reply::tool_call("r1", "read_file", json!({"path": "notes.txt"})),
+        Reply::text("The notes say hello."),
+    ]);
+    let mut editor = Editor::start(&env, &mock);
+    let init = editor.initialize();
+    assert_eq!(init["protocolVersion"], 1, "{init}");
+    assert_eq!(init["agentCapabilities"]["loadSession"], true, "{init}");
+    assert_eq!(
+        init["authMethods"],
+        json!([]),
+        "a provider is configured: {init}"
+    );
+    assert_eq!(
+        editor.call("authenticate", json!({"methodId": "none"}))["result"],
+        json!({})
+    );
+
+    let r = editor.call(
+        "session/new",
+        json!({"cwd": env.cwd.path(), "mcpServers": []}),
+    );
+    let session = r["result"]["sessionId"].as_str().unwrap().to_string();
+    let model = &r["result"]["configOptions"][0];
+    assert_eq!(model["id"], "model", "{r}");
+    assert_eq!(model["currentValue"], "test-model", "{r}");
+
+    let mut updates = Vec::new();
+    let done = editor.call_with(
+        "session/prompt",
+        prompt(&session, "what do my notes say?"),
+        &mut updates,
+        &mut |_, req| panic!("unexpected request {req}"),
+    );
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    assert_eq!(agent_text(&updates), "The notes say hello.");
+    let plan = updates
+        .iter()
+        .find(|u| u["sessionUpdate"] == "plan")
+        .unwrap_or_else(|| panic!("no plan in {:?}", kinds(&updates)));
+    assert_eq!(plan["entries"][0]["content"], "read the notes");
+    assert_eq!(plan["entries"][0]["status"], "in_progress");
+    let read = updates
+        .iter()
+        .find(|u| u["sessionUpdate"] == "tool_call" && u["toolCallId"] == "r1")
+        .unwrap_or_else(|| panic!("no read_file call in {updates:#?}"));
+    assert_eq!(read["kind"], "read");
+    assert_eq!(read["status"], "in_progress");
+    let expected = env.cwd.path().join("notes.txt");
+    assert_eq!(read["locations"][0]["path"], json!(expected));
+    assert!(
+        updates
+            .iter()
+            .any(|u| u["sessionUpdate"] == "tool_call_update"
+                && u["toolCallId"] == "r1"
+                && u["status"] == "completed"),
+        "{updates:#?}"
+    );
+    // The tool's output went back to the model.
+    let last = mock.requests().last().cloned().unwrap();
+    assert!(last.to_string().contains("the notes"), "{last}");
+
+    let listed = editor.call("session/list", json!({}));
+    let sessions = listed["result"]["sessions"].as_array().unwrap().clone();
+    assert_eq!(sessions.len(), 1, "{listed}");
+    assert_eq!(sessions[0]["sessionId"], json!(session));
+    assert_eq!(sessions[0]["cwd"], json!(env.cwd.path()));
+    editor.finish();
+
+    let source: String = env
+        .db()
+        .query_row(
+            "SELECT source FROM sessions WHERE id = ?1",
+            [&session],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(source, "acp");
+
+    // A new connection (the editor restarted) lists and loads the stored session.
+    let mut editor = Editor::start(&env, &mock);
+    editor.initialize();
+    let listed = editor.call("session/list", json!({"cwd": env.cwd.path()}));
+    assert_eq!(listed["result"]["sessions"][0]["sessionId"], json!(session));
+    let mut replay = Vec::new();
+    let loaded = editor.call_with(
+        "session/load",
+        json!({"sessionId": session, "cwd": env.cwd.path(), "mcpServers": []}),
+        &mut replay,
+        &mut |_, req| panic!("unexpected request {req}"),
+    );
+    assert!(loaded.get("error").is_none(), "{loaded}");
+    assert_eq!(
+        replay[0]["sessionUpdate"], "user_message_chunk",
+        "{replay:#?}"
+    );
+    assert_eq!(replay[0]["content"]["text"], "what do my notes say?");
+    assert_eq!(agent_text(&replay), "The notes say hello.");
+    assert!(
+        replay.iter().any(|u| u["toolCallId"] == "r1"),
+        "{replay:#?}"
+    );
+
+    // And the loaded session goes on: its next prompt carries the earlier turn.
+    mock.push(Reply::text("Still here."));
+    let mut updates = Vec::new();
+    let done = editor.call_with(
+        "session/prompt",
+        prompt(&session, "and now?"),
+        &mut updates,
+        &mut |_, req| panic!("unexpected request {req}"),
+    );
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let last = mock.requests().last().cloned().unwrap().to_string();
+    assert!(
+        last.contains("what do my notes say?") && last.contains("and now?"),
+        "{last}"
+    );
+    editor.finish();
+}
+
+#[test]
+fn cancel_stops_the_turn_mid_stream() {
+    let env = TestEnv::new();
+    let mock = MockLlm::with_script([Reply::text("word ".repeat(200))
+        .chunk_chars(5)
+        .chunk_interval(Duration::from_millis(100))]);
+    let mut editor = Editor::start(&env, &mock);
+    editor.initialize();
+    let session = editor.new_session(env.cwd.path());
+    let id = editor.request_id("session/prompt", prompt(&session, "talk for a long time"));
+    let deadline = Instant::now() + WAIT;
+    // Wait until the answer is streaming, then cancel.
+    loop {
+        let msg = editor.next(deadline);
+        if msg["method"] == "session/update"
+            && msg["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+        {
+            break;
+        }
+    }
+    let asked = Instant::now();
+    editor.send(
+        json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}),
+    );
+    let mut updates = Vec::new();
+    let done = editor.wait_response(id, &mut updates, &mut |_, req| {
+        panic!("unexpected request {req}")
+    });
+    assert_eq!(done["result"]["stopReason"], "cancelled", "{done}");
+    // 200 chunks at 100 ms would take 20 s; the cancel ended it long before.
+    assert!(asked.elapsed() < Duration::from_secs(15));
+    // The session still works after a cancelled turn.
+    mock.push(Reply::text("back"));
+    let mut updates = Vec::new();
+    let again = editor.call_with(
+        "session/prompt",
+        prompt(&session, "still there?"),
+        &mut updates,
+        &mut |_, req| panic!("unexpected request {req}"),
+    );
+    assert_eq!(again["result"]["stopReason"], "end_turn", "{again}");
+    assert_eq!(agent_text(&updates), "back");
+    editor.finish();
+}
+
+#[test]
+fn a_dangerous_command_is_asked_through_the_editor_and_a_denial_keeps_it_from_running() {
+    for (answer, runs) in [("reject", false), ("allow_once", true)] {
+        let env = TestEnv::new();
+        let victim = env.write("build/keep.txt", "precious\n");
+        let mock = MockLlm::with_script([
+            Reply::tool_call("c1", "terminal", json!({"command": GENERATED})),
+            Reply::text("finished"),
+        ]);
+        let mut editor = Editor::start(&env, &mock);
+        editor.initialize();
+        let session = editor.new_session(env.cwd.path());
+        let mut asked = Vec::new();
+        let mut updates = Vec::new();
+        let done = editor.call_with(
+            "session/prompt",
+            prompt(&session, "clean up"),
+            &mut updates,
+            &mut |ed, req| {
+                assert_eq!(req["method"], "session/request_permission", "{req}");
+                asked.push(req["params"].clone());
+                ed.send(json!({"jsonrpc": "2.0", "id": req["id"],
+                    "result": {"outcome": {"outcome": "selected", "optionId": answer}}}));
+            },
+        );
+        assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+        assert_eq!(asked.len(), 1, "one question: {asked:#?}");
+        let question = &asked[0];
+        assert_eq!(question["sessionId"], json!(session));
+        assert_eq!(question["toolCall"]["toolCallId"], "c1", "{question}");
+        assert!(
+            question["toolCall"]["title"]
+                .as_str()
+                .unwrap()
+                .contains(GENERATED),
+            "{question}"
+        );
+        let options: Vec<&str> = question["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["optionId"].as_str().unwrap())
+            .collect();
+        assert!(options.contains(&"reject") && options.contains(&"allow_once"));
+        assert_eq!(!victim.exists(), runs, "answer {answer}");
+        let call_end = updates
+            .iter()
+            .find(|u| u["sessionUpdate"] == "tool_call_update" && u["toolCallId"] == "c1")
+            .unwrap_or_else(|| panic!("no end of c1 in {updates:#?}"));
+        assert_eq!(
+            call_end["status"],
+            if runs { "completed" } else { "failed" },
+            "{call_end}"
+        );
+        editor.finish();
+    }
+}
+
+#[test]
+fn without_a_provider_the_editor_is_told_what_to_configure() {
+    let env = TestEnv::new();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hermes"));
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", env.home.path())
+        .env("HERMES_HOME", env.home.path())
+        .current_dir(env.cwd.path())
+        .arg("acp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, lines) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut editor = Editor {
+        child,
+        stdin,
+        lines,
+        next_id: 0,
+        seen: Vec::new(),
+    };
+    let init = editor.initialize();
+    let method = &init["authMethods"][0];
+    assert_eq!(method["id"], "hermes-setup", "{init}");
+    assert!(
+        method["description"]
+            .as_str()
+            .unwrap()
+            .contains("hermes setup"),
+        "{init}"
+    );
+    let auth = editor.call("authenticate", json!({"methodId": "hermes-setup"}));
+    assert!(
+        auth["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("hermes setup"),
+        "{auth}"
+    );
+    let new = editor.call(
+        "session/new",
+        json!({"cwd": env.cwd.path(), "mcpServers": []}),
+    );
+    assert!(
+        new["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("authentication required"),
+        "{new}"
+    );
+    editor.finish();
+}
+
+#[test]
+fn file_edits_are_asked_and_a_rejected_edit_is_not_written() {
+    let env = TestEnv::new();
+    let existing = env.write("src/lib.rs", "fn main() {}\n");
+    let mock = MockLlm::with_script([
+        Reply::tool_call(
+            "w1",
+            "write_file",
+            json!({"path": "new.txt", "content": "hello\n"}),
+        ),
+        Reply::tool_call(
+            "p1",
+            "patch",
+            json!({"path": "src/lib.rs", "old_string": "main", "new_string": "start"}),
+        ),
+        Reply::text("done"),
+    ]);
+    let mut editor = Editor::start(&env, &mock);
+    editor.initialize();
+    let session = editor.new_session(env.cwd.path());
+    let mut asked = Vec::new();
+    let mut updates = Vec::new();
+    let done = editor.call_with(
+        "session/prompt",
+        prompt(&session, "write and patch"),
+        &mut updates,
+        &mut |ed, req| {
+            assert_eq!(req["method"], "session/request_permission", "{req}");
+            asked.push(req["params"].clone());
+            // Reject the new file, allow the patch.
+            let answer = if asked.len() == 1 {
+                "reject"
+            } else {
+                "allow_once"
+            };
+            ed.send(json!({"jsonrpc": "2.0", "id": req["id"],
+                "result": {"outcome": {"outcome": "selected", "optionId": answer}}}));
+        },
+    );
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    assert_eq!(asked.len(), 2, "{asked:#?}");
+    assert_eq!(asked[0]["toolCall"]["toolCallId"], "w1");
+    assert_eq!(asked[0]["toolCall"]["kind"], "edit");
+    assert!(
+        asked[0]["toolCall"]["title"]
+            .as_str()
+            .unwrap()
+            .contains("new.txt"),
+        "{asked:#?}"
+    );
+    assert!(
+        !env.cwd.path().join("new.txt").exists(),
+        "a rejected edit was written"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&existing).unwrap(),
+        "fn start() {}\n"
+    );
+    let rejected = mock.requests()[1].to_string();
+    assert!(rejected.contains("rejected this edit"), "{rejected}");
+    editor.finish();
+}
