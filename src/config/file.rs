@@ -82,7 +82,7 @@ pub struct ConfigFile {
     /// `budget:` (ours): prices and spend caps (`agent/spend.rs`).
     #[serde(deserialize_with = "or_default")]
     pub budget: budget::BudgetFile,
-    // Read through `Config::raw` by tools/deferred.rs (`tools.tool_search`).
+    /// `tools.tool_search`, read through `Config::raw` by `tools/deferred.rs`.
     pub tools: Option<Value>,
     /// The provider paths (`providers.rs`, `custom_providers.rs`).
     #[serde(deserialize_with = "or_default")]

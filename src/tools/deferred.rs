@@ -312,7 +312,7 @@ impl Tool for BridgeTool {
                             "name": name,
                             "description": crate::util::truncate_chars(&d, 300),
                         });
-                        if let Err(reason) = tool.check_available(&ctx.config) {
+                        if let Some(reason) = tool.unavailable_now() {
                             hit["unavailable"] = Value::String(reason);
                         }
                         hit

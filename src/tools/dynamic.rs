@@ -57,6 +57,8 @@ pub struct DynamicTool {
     read_only: bool,
     handler: Arc<dyn ToolHandler>,
     availability: Availability,
+    /// Offered to new sessions even while unavailable (a call then answers with the reason).
+    offered_while_unavailable: bool,
 }
 
 impl DynamicTool {
@@ -78,12 +80,21 @@ impl DynamicTool {
             read_only: false,
             handler,
             availability: Availability::available(),
+            offered_while_unavailable: false,
         }
     }
 
     /// Declares the tool free of side effects (it may then run beside other read-only calls).
     pub fn read_only(mut self, read_only: bool) -> Self {
         self.read_only = read_only;
+        self
+    }
+
+    /// Keeps the tool in new sessions while it is unavailable: the model then reads the reason
+    /// when it calls it, instead of the tool vanishing (an MCP server that is down). The
+    /// session's tools array also stays the same while a server comes and goes.
+    pub fn offered_while_unavailable(mut self, offered: bool) -> Self {
+        self.offered_while_unavailable = offered;
         self
     }
 
@@ -113,7 +124,14 @@ impl Tool for DynamicTool {
     }
 
     fn check_available(&self, _config: &Config) -> Result<(), String> {
+        if self.offered_while_unavailable {
+            return Ok(());
+        }
         self.availability.check()
+    }
+
+    fn unavailable_now(&self) -> Option<String> {
+        self.availability.check().err()
     }
 
     async fn call(&self, arguments: &str, ctx: &ToolContext) -> Result<String, ToolError> {

@@ -127,6 +127,10 @@ pub trait Tool: Send + Sync {
     fn read_only(&self) -> bool;
     /// `Err(reason)` when a requirement is missing; the tool is then not offered.
     fn check_available(&self, config: &Config) -> Result<(), String>;
+    /// Why an offered tool cannot run right now (an MCP server that is down), if so.
+    fn unavailable_now(&self) -> Option<String> {
+        None
+    }
     /// Runs the tool with the model's raw JSON arguments.
     async fn call(&self, arguments: &str, ctx: &ToolContext) -> Result<String, ToolError>;
 }

@@ -300,3 +300,41 @@ fn reload_mcp_in_the_repl_reconnects_and_the_next_session_gets_the_new_tools() {
     assert!(names.iter().any(|n| n == "mcp__u__echo"), "{names:?}");
     assert!(names.iter().any(|n| n == "mcp__t__echo"), "{names:?}");
 }
+
+#[test]
+fn a_known_server_that_is_down_keeps_its_tools_listed_and_says_why() {
+    let env = TestEnv::new();
+    let config = |extra: &str| {
+        format!(
+            "mcp_servers:\n  t:\n{}",
+            stdio_entry(&format!("    connect_timeout: 1\n{extra}"))
+        )
+    };
+    env.config(&config("    env:\n      MCP_TEST_HANG: '0'\n"));
+    let mock = MockLlm::with_script([Reply::text("first")]);
+    env.cmd(&mock.base_url())
+        .args(["-z", "hi"])
+        .assert()
+        .success();
+    // Same server (same command, same variable names), but now it never answers.
+    env.config(&config("    env:\n      MCP_TEST_HANG: '1'\n"));
+    let mock = MockLlm::with_script([
+        Reply::tool_call("c1", "mcp__t__echo", json!({"text": "x"})),
+        Reply::text("done"),
+    ]);
+    let started = Instant::now();
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "hi"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let names = tool_names(&mock.requests()[0]);
+    assert!(names.iter().any(|n| n == "mcp__t__echo"), "{names:?}");
+    let why = result_of(&mock, 1, "c1");
+    assert!(
+        why.contains("not connected") && why.contains("no answer within 1 s"),
+        "{why}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(15));
+}

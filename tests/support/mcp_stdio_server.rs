@@ -17,7 +17,7 @@ async fn main() {
     if let Ok(path) = std::env::var("MCP_TEST_PID_FILE") {
         std::fs::write(path, std::process::id().to_string()).unwrap();
     }
-    if std::env::var("MCP_TEST_HANG").is_ok() {
+    if std::env::var("MCP_TEST_HANG").is_ok_and(|v| v == "1") {
         // Reads nothing, answers nothing.
         loop {
             tokio::time::sleep(std::time::Duration::from_secs(3600)).await;

@@ -159,7 +159,8 @@ pub fn register(
             tool: tool.name.to_string(),
         });
         let dynamic = DynamicTool::new(&name, &toolset, description, schema, handler)
-            .with_availability(server.availability.clone());
+            .with_availability(server.availability.clone())
+            .offered_while_unavailable(true);
         match catalog.register(Arc::new(dynamic)) {
             Ok(()) => count += 1,
             Err(e) => {
@@ -188,7 +189,8 @@ pub fn register(
             handler,
         )
         .read_only(true)
-        .with_availability(server.availability.clone());
+        .with_availability(server.availability.clone())
+        .offered_while_unavailable(true);
         if let Err(e) = catalog.register(Arc::new(dynamic)) {
             tracing::warn!(server = %server.name, tool = %name, error = %e, "MCP utility not registered");
         }
