@@ -11,7 +11,8 @@ use crate::support::harness::{TestEnv, stderr, stdout};
 use crate::support::mcp_servers::stdio_entry;
 use crate::support::mock_llm::{MockLlm, Reply};
 
-fn tool_names(request: &Value) -> Vec<String> {
+/// The names in a request's tools array.
+pub(crate) fn tool_names(request: &Value) -> Vec<String> {
     request["tools"]
         .as_array()
         .map(|tools| {
@@ -25,7 +26,12 @@ fn tool_names(request: &Value) -> Vec<String> {
 
 /// The content of the tool result answering `call_id` in request `i`.
 fn result_of(mock: &MockLlm, i: usize, call_id: &str) -> String {
-    mock.requests()[i]["messages"]
+    result_in(&mock.requests()[i], call_id)
+}
+
+/// The content of the tool result answering `call_id` in `request`.
+pub(crate) fn result_in(request: &Value, call_id: &str) -> String {
+    request["messages"]
         .as_array()
         .unwrap()
         .iter()
