@@ -13,7 +13,7 @@ pub fn run(
 ) -> Result<u8, CliError> {
     let services = crate::cli::services(config)?;
     runtime.block_on(async move {
-        let client = setup::make_client(args, &services.config)
+        let client = setup::make_client(args, &services.config, Some(&services.http))
             .await
             .map_err(|e| {
                 tracing::warn!(error = %e, "hermes acp: no model provider");

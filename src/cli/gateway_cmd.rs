@@ -40,7 +40,7 @@ async fn serve(args: &RunArgs, config: Config, only: Option<String>) -> Result<u
     let platforms = crate::gateway::configured(&config, only.as_deref())
         .map_err(|e| CliError::Setup(e.to_string()))?;
     let services = crate::cli::services(config)?;
-    let client = setup::make_client(args, &services.config).await?;
+    let client = setup::make_client(args, &services.config, Some(&services.http)).await?;
     let options = setup::agent_options(args, &services.config, true);
     let shutdown = CancellationToken::new();
     let stop = shutdown.clone();

@@ -25,7 +25,7 @@ pub async fn run(
     style: Style,
 ) -> Result<u8, CliError> {
     let services = crate::cli::services(config)?;
-    let client = setup::make_client(args, &services.config).await?;
+    let client = setup::make_client(args, &services.config, Some(&services.http)).await?;
     // No one can answer approval questions here: dangerous commands are refused unless --yolo.
     let options = setup::agent_options(args, &services.config, false);
     let mut agent = setup::open_agent(args, &services, client, options).await?;

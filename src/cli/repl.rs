@@ -59,7 +59,11 @@ impl TermStop {
 
 pub fn run(runtime: &Runtime, args: &RunArgs, config: Config) -> Result<u8, CliError> {
     let services = crate::cli::services(config)?;
-    let client = runtime.block_on(setup::make_client(args, &services.config))?;
+    let client = runtime.block_on(setup::make_client(
+        args,
+        &services.config,
+        Some(&services.http),
+    ))?;
     let options = setup::agent_options(args, &services.config, true);
     let agent = runtime.block_on(setup::open_agent(args, &services, client, options.clone()))?;
     let mut editor = DefaultEditor::new()

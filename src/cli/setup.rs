@@ -94,8 +94,14 @@ pub fn open_store_for_reading(config: &Config) -> Result<Arc<SessionStore>, CliE
     }
 }
 
-/// Resolves the provider from flags, config and environment, and builds its client.
-pub async fn make_client(args: &RunArgs, config: &Config) -> Result<Arc<dyn LlmClient>, CliError> {
+/// Resolves the provider from flags, config and environment, and builds its client — on the
+/// process's shared HTTP client when there is one (`Services::http`): building a reqwest client
+/// loads the system's root certificates, which is most of the start-up cost of a second one.
+pub async fn make_client(
+    args: &RunArgs,
+    config: &Config,
+    http: Option<&reqwest::Client>,
+) -> Result<Arc<dyn LlmClient>, CliError> {
     let flags = ProviderFlags {
         provider: args.provider.clone(),
         model: args.model.clone(),
@@ -109,7 +115,10 @@ pub async fn make_client(args: &RunArgs, config: &Config) -> Result<Arc<dyn LlmC
     })
     .await?;
     tracing::info!(?provider, "provider resolved");
-    Ok(crate::llm::client_for(&provider)?)
+    Ok(match http {
+        Some(http) => crate::llm::client_with_http(&provider, http)?,
+        None => crate::llm::client_for(&provider)?,
+    })
 }
 
 /// Agent options from flags and config.

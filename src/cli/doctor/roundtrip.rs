@@ -60,7 +60,7 @@ fn ping_tool() -> ToolSchema {
 
 /// The provider that `hermes` with these flags would use answers a tool call and its result.
 pub async fn check(config: &Config, args: &RunArgs) -> Check {
-    let client = match crate::cli::setup::make_client(args, config).await {
+    let client = match crate::cli::setup::make_client(args, config, None).await {
         Ok(c) => c,
         Err(crate::cli::CliError::Provider(ProviderError::NothingConfigured { .. })) => {
             return Check::new(

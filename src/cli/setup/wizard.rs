@@ -453,7 +453,7 @@ pub fn save_env_var(home: &HermesHome, name: &str, value: &str) -> Result<(), Cl
 /// Loads what was just written, exactly as `hermes` will, and asks the model for one line.
 async fn test_call(home: &HermesHome) -> Result<u8, CliError> {
     let config = Config::load(home)?;
-    let client = crate::cli::setup::make_client(&RunArgs::default(), &config).await?;
+    let client = crate::cli::setup::make_client(&RunArgs::default(), &config, None).await?;
     let p = client.provider();
     println!("Testing {} at {} …", p.model, p.base_url);
     let request = ChatRequest {
