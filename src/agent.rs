@@ -492,6 +492,11 @@ impl Agent {
     pub fn approvals(&self) -> &ApprovalGate {
         &self.approvals
     }
+    /// The session's approval gate, shared: a front end may change it while a turn runs (an
+    /// editor's session mode).
+    pub fn approval_gate(&self) -> Arc<ApprovalGate> {
+        self.approvals.clone()
+    }
     /// The session's scratch state (its todo list), for front ends that show the plan.
     pub fn scratch(&self) -> Arc<SessionScratch> {
         self.scratch.clone()

@@ -4,7 +4,10 @@
 //!
 //! - `initialize` (capabilities: load, list, embedded context), `authenticate` (nothing to do
 //!   when a provider resolved; a clear error saying how to configure one otherwise);
-//! - `session/new|load|resume|list` on state.db sessions with source `acp` (`session.rs`);
+//! - `session/new|load|resume|list|fork` on state.db sessions with source `acp` (`session.rs`;
+//!   a fork copies the conversation and records its parent);
+//! - `session/set_mode`: what a session does without asking (`modes.rs`; no mode passes the
+//!   hardline floor, the deny rules or the protected paths);
 //! - `session/prompt` runs one turn of the session's `Agent` and streams it as session updates
 //!   (`turn.rs`, translations in `updates.rs`); `session/cancel` fires the turn's cancel token,
 //!   which kills a running command as SIGINT does in the terminal;
@@ -13,11 +16,13 @@
 //!   `session/request_permission` (the run mode is `RunMode::Acp`; no answer within
 //!   `approvals.timeout` is a denial).
 //!
-//! File reads and writes go to the disk through the file tools and their path policy, not
-//! through the editor's `fs/*` methods: those would bypass the protected-path checks and the
-//! checkpoints that every file change takes. stdout carries protocol frames only; logs go to
-//! `$HERMES_HOME/logs`.
+//! When the editor offers `fs.readTextFile` / `fs.writeTextFile`, the file tools' final reads
+//! and writes go through `fs/read_text_file` / `fs/write_text_file` (`editor_fs.rs`) — after the
+//! path policy, the edit question and the checkpoint, which still run in hermes. stdout carries
+//! protocol frames only; logs go to `$HERMES_HOME/logs`.
 
+mod editor_fs;
+mod modes;
 mod session;
 mod turn;
 pub mod updates;
@@ -27,11 +32,13 @@ use std::sync::Arc;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateRequest, AuthenticateResponse,
-    CancelNotification, Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
-    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
-    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, ResumeSessionRequest,
-    ResumeSessionResponse, SessionCapabilities, SessionListCapabilities, SessionResumeCapabilities,
-    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+    CancelNotification, ForkSessionRequest, ForkSessionResponse, Implementation, InitializeRequest,
+    InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
+    LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
+    PromptResponse, ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities,
+    SessionForkCapabilities, SessionListCapabilities, SessionResumeCapabilities,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
+    SetSessionModeResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, ErrorCode, Lines};
@@ -134,11 +141,11 @@ pub async fn serve(
         .on_receive_request(
             async move |req: NewSessionRequest,
                         responder: Responder<NewSessionResponse>,
-                        _cx: ConnectionTo<Client>| {
+                        cx: ConnectionTo<Client>| {
                 let server = s3.clone();
                 // Building the prompt reads files: off the dispatch loop.
                 tokio::spawn(async move {
-                    match server.new_session(&req.cwd).await {
+                    match server.new_session(&req.cwd, &cx).await {
                         Ok(r) => responder.respond(r),
                         Err(e) => responder.respond_with_error(e),
                     }
@@ -165,10 +172,13 @@ pub async fn serve(
         .on_receive_request(
             async move |req: ResumeSessionRequest,
                         responder: Responder<ResumeSessionResponse>,
-                        _cx: ConnectionTo<Client>| {
+                        cx: ConnectionTo<Client>| {
                 let server = s9.clone();
                 tokio::spawn(async move {
-                    match server.resume_session(&req.session_id.0, &req.cwd).await {
+                    match server
+                        .resume_session(&req.session_id.0, &req.cwd, &cx)
+                        .await
+                    {
                         Ok(r) => responder.respond(r),
                         Err(e) => responder.respond_with_error(e),
                     }
@@ -234,19 +244,55 @@ pub async fn serve(
             },
             agent_client_protocol::on_receive_request!(),
         )
+        .on_receive_request(
+            {
+                let server = server.clone();
+                async move |req: ForkSessionRequest,
+                            responder: Responder<ForkSessionResponse>,
+                            cx: ConnectionTo<Client>| {
+                    let server = server.clone();
+                    tokio::spawn(async move {
+                        match server.fork_session(&req.session_id.0, &req.cwd, &cx).await {
+                            Ok(r) => responder.respond(r),
+                            Err(e) => responder.respond_with_error(e),
+                        }
+                    });
+                    Ok(())
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let server = server.clone();
+                async move |req: SetSessionModeRequest,
+                            responder: Responder<SetSessionModeResponse>,
+                            cx: ConnectionTo<Client>| {
+                    match server.set_mode(&req, &cx) {
+                        Ok(r) => responder.respond(r),
+                        Err(e) => responder.respond_with_error(e),
+                    }
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
         .connect_to(transport)
         .await
         .map_err(|e| AcpError::Protocol(e.to_string()))
 }
 
 fn initialize(server: &AcpServer, req: &InitializeRequest) -> InitializeResponse {
+    server.set_offered(editor_fs::Offered::from_capabilities(
+        &req.client_capabilities,
+    ));
     let caps = AgentCapabilities::new()
         .load_session(true)
         .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
         .session_capabilities(
             SessionCapabilities::new()
                 .list(SessionListCapabilities::new())
-                .resume(SessionResumeCapabilities::new()),
+                .resume(SessionResumeCapabilities::new())
+                .fork(SessionForkCapabilities::new()),
         );
     let auth = match server.provider_error() {
         None => Vec::new(),

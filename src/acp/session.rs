@@ -1,7 +1,11 @@
 //! The editor's sessions: each is an `Agent` on a state.db session with source `acp`, opened by
-//! `session/new` or `session/load` and kept for the connection's life. Listing reads state.db,
-//! so sessions from earlier connections (and crashed ones) are found again; the model option
-//! offers the provider's `/models` list and switches the session's client.
+//! `session/new`, `session/load`, `session/resume` or `session/fork` and kept for the
+//! connection's life. Listing reads state.db, so sessions from earlier connections (and crashed
+//! ones) are found again; the model option offers the provider's `/models` list and switches the
+//! session's client; the mode (`modes.rs`) sets what the session does without asking. A fork is
+//! a new session holding a copy of the stored conversation, its parent recorded in
+//! `parent_session_id` as Python Hermes does. When the editor offers its file system, each
+//! session's file tools read and write through it (`editor_fs.rs`).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -10,17 +14,21 @@ use std::time::Duration;
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    ListSessionsResponse, LoadSessionResponse, NewSessionResponse, ResumeSessionResponse,
-    SessionConfigOption, SessionConfigOptionCategory, SessionConfigOptionValue,
-    SessionConfigSelectOption, SessionInfo, SessionNotification, SetSessionConfigOptionRequest,
-    SetSessionConfigOptionResponse,
+    CurrentModeUpdate, ForkSessionResponse, ListSessionsResponse, LoadSessionResponse,
+    NewSessionResponse, ResumeSessionResponse, SessionConfigOption, SessionConfigOptionCategory,
+    SessionConfigOptionValue, SessionConfigSelectOption, SessionInfo, SessionNotification,
+    SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+    SetSessionModeRequest, SetSessionModeResponse,
 };
 use agent_client_protocol::{Client, Error};
 use tokio_util::sync::CancellationToken;
 
-use super::{AcpSetup, invalid, rpc_error, updates};
+use super::editor_fs::{EditorFiles, Offered};
+use super::{AcpSetup, invalid, modes, rpc_error, updates};
 use crate::agent::{Agent, AgentOptions, Services};
 use crate::llm::LlmClient;
+use crate::security::approval::ApprovalGate;
+use crate::sessions::NewSession;
 
 /// `sessions.source` of editor sessions.
 pub const SOURCE: &str = "acp";
@@ -31,11 +39,32 @@ const MODEL_OPTION: &str = "model";
 /// How long the provider's model list may take.
 const MODELS_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// One open session: its agent (locked while a turn runs) and the running turn's cancel token.
+/// A stored session as opened: what the editor is told about it.
+struct Opened {
+    history: Vec<crate::llm::Message>,
+    model: String,
+    mode: &'static str,
+}
+
+/// One open session: its agent (locked while a turn runs), the running turn's cancel token,
+/// and its mode with the approval gate the mode sets (changeable while a turn runs).
 pub struct AcpSession {
     pub agent: tokio::sync::Mutex<Agent>,
     pub turn: Mutex<Option<CancellationToken>>,
     pub cwd: std::path::PathBuf,
+    mode: Mutex<&'static str>,
+    gate: Arc<ApprovalGate>,
+}
+
+impl AcpSession {
+    fn mode(&self) -> &'static str {
+        *self.mode.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn set_mode(&self, mode: &'static str) {
+        modes::apply(mode, &self.gate, &self.cwd);
+        *self.mode.lock().unwrap_or_else(PoisonError::into_inner) = mode;
+    }
 }
 
 /// The connection's state.
@@ -45,6 +74,8 @@ pub struct AcpServer {
     options: AgentOptions,
     sessions: Mutex<HashMap<String, Arc<AcpSession>>>,
     models: tokio::sync::OnceCell<Vec<String>>,
+    /// The editor's file system, as offered in `initialize`.
+    offered: Mutex<Offered>,
 }
 
 impl AcpServer {
@@ -55,7 +86,13 @@ impl AcpServer {
             options: setup.options,
             sessions: Mutex::new(HashMap::new()),
             models: tokio::sync::OnceCell::new(),
+            offered: Mutex::new(Offered::default()),
         }
+    }
+
+    /// Records what the editor offers (`initialize`); sessions opened later use it.
+    pub fn set_offered(&self, offered: Offered) {
+        *self.offered.lock().unwrap_or_else(PoisonError::into_inner) = offered;
     }
 
     /// Why no model can be called, when none can.
@@ -97,21 +134,35 @@ impl AcpServer {
         })
     }
 
-    fn keep(&self, agent: Agent, cwd: &Path) -> String {
+    /// Keeps `agent` open for the connection: in its initial mode, its file tools on the
+    /// editor's file system when the editor offers one.
+    fn keep(&self, agent: Agent, cwd: &Path, cx: &ConnectionTo<Client>) -> Arc<AcpSession> {
         let id = agent.session_id().to_string();
+        let offered = *self.offered.lock().unwrap_or_else(PoisonError::into_inner);
+        if offered.any() {
+            let files = EditorFiles::new(cx.clone(), &id, offered);
+            agent.scratch().files.set(Some(Arc::new(files)));
+        }
         let session = Arc::new(AcpSession {
+            gate: agent.approval_gate(),
             agent: tokio::sync::Mutex::new(agent),
             turn: Mutex::new(None),
             cwd: cwd.to_path_buf(),
+            mode: Mutex::new(modes::DEFAULT),
         });
+        session.set_mode(modes::initial(self.options.yolo));
         self.sessions
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(id.clone(), session);
-        id
+            .insert(id, session.clone());
+        session
     }
 
-    pub async fn new_session(&self, cwd: &Path) -> Result<NewSessionResponse, Error> {
+    pub async fn new_session(
+        &self,
+        cwd: &Path,
+        cx: &ConnectionTo<Client>,
+    ) -> Result<NewSessionResponse, Error> {
         let client = self.client()?;
         let options = self.options_for(cwd)?;
         let model = client.provider().model.clone();
@@ -119,9 +170,12 @@ impl AcpServer {
             .await
             .map_err(|e| rpc_error(-32603, format!("cannot start the session: {e}")))?;
         tracing::info!(session = agent.session_id(), cwd = %cwd.display(), "ACP session started");
-        let id = self.keep(agent, cwd);
+        let id = agent.session_id().to_string();
+        let session = self.keep(agent, cwd, cx);
         let options = self.config_options(&model).await;
-        Ok(NewSessionResponse::new(id).config_options(options))
+        Ok(NewSessionResponse::new(id)
+            .config_options(options)
+            .modes(modes::state(session.mode())))
     }
 
     /// The stored session `id` as an open one (opened now unless this connection has it):
@@ -130,7 +184,8 @@ impl AcpServer {
         &self,
         id: &str,
         cwd: &Path,
-    ) -> Result<(Vec<crate::llm::Message>, String), Error> {
+        cx: &ConnectionTo<Client>,
+    ) -> Result<Opened, Error> {
         let client = self.client()?;
         let options = self.options_for(cwd)?;
         let open = self
@@ -141,22 +196,33 @@ impl AcpServer {
             .cloned();
         if let Some(session) = open {
             let agent = session.agent.lock().await;
-            return Ok((agent.history().to_vec(), agent.model().to_string()));
+            return Ok(Opened {
+                history: agent.history().to_vec(),
+                model: agent.model().to_string(),
+                mode: session.mode(),
+            });
         }
+        let row = self.stored_row(id).await?;
+        let agent = Agent::resume(self.services.clone(), client, row, options)
+            .await
+            .map_err(|e| rpc_error(-32603, format!("cannot open session `{id}`: {e}")))?;
+        let (history, model) = (agent.history().to_vec(), agent.model().to_string());
+        let session = self.keep(agent, cwd, cx);
+        Ok(Opened {
+            history,
+            model,
+            mode: session.mode(),
+        })
+    }
+
+    async fn stored_row(&self, id: &str) -> Result<crate::sessions::SessionRow, Error> {
         let wanted = id.to_string();
-        let row = self
-            .services
+        self.services
             .store
             .call(move |s| s.session(&wanted))
             .await
             .map_err(|e| rpc_error(-32603, format!("cannot read state.db: {e}")))?
-            .ok_or_else(|| invalid(format!("no session `{id}` in state.db")))?;
-        let agent = Agent::resume(self.services.clone(), client, row, options)
-            .await
-            .map_err(|e| rpc_error(-32603, format!("cannot open session `{id}`: {e}")))?;
-        let out = (agent.history().to_vec(), agent.model().to_string());
-        self.keep(agent, cwd);
-        Ok(out)
+            .ok_or_else(|| invalid(format!("no session `{id}` in state.db")))
     }
 
     /// Opens a stored session and replays its conversation to the editor before answering.
@@ -166,12 +232,14 @@ impl AcpServer {
         cwd: &Path,
         cx: &ConnectionTo<Client>,
     ) -> Result<LoadSessionResponse, Error> {
-        let (history, model) = self.open_stored(id, cwd).await?;
-        for update in updates::replay(&history, cwd) {
+        let opened = self.open_stored(id, cwd, cx).await?;
+        for update in updates::replay(&opened.history, cwd) {
             cx.send_notification(SessionNotification::new(id.to_string(), update))?;
         }
-        let options = self.config_options(&model).await;
-        Ok(LoadSessionResponse::new().config_options(options))
+        let options = self.config_options(&opened.model).await;
+        Ok(LoadSessionResponse::new()
+            .config_options(options)
+            .modes(modes::state(opened.mode)))
     }
 
     /// Opens a stored session without replaying it (the editor still shows it).
@@ -179,10 +247,90 @@ impl AcpServer {
         &self,
         id: &str,
         cwd: &Path,
+        cx: &ConnectionTo<Client>,
     ) -> Result<ResumeSessionResponse, Error> {
-        let (_, model) = self.open_stored(id, cwd).await?;
+        let opened = self.open_stored(id, cwd, cx).await?;
+        let options = self.config_options(&opened.model).await;
+        Ok(ResumeSessionResponse::new()
+            .config_options(options)
+            .modes(modes::state(opened.mode)))
+    }
+
+    /// A new session in `cwd` with a copy of session `id`'s stored conversation (and its frozen
+    /// system prompt, so the copy's requests start with the same bytes); `parent_session_id`
+    /// names `id`. A turn running in `id` is waited for, so the copy is whole.
+    pub async fn fork_session(
+        &self,
+        id: &str,
+        cwd: &Path,
+        cx: &ConnectionTo<Client>,
+    ) -> Result<ForkSessionResponse, Error> {
+        let client = self.client()?;
+        let options = self.options_for(cwd)?;
+        let open = self
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id)
+            .cloned();
+        let _running = match &open {
+            Some(session) => Some(session.agent.lock().await),
+            None => None,
+        };
+        let parent = self.stored_row(id).await?;
+        let copy = NewSession {
+            id: crate::sessions::new_session_id(),
+            source: SOURCE.to_string(),
+            model: parent.model.clone(),
+            model_config: None,
+            billing_provider: parent.billing_provider.clone(),
+            billing_base_url: parent.billing_base_url.clone(),
+            cwd: Some(cwd.display().to_string()),
+            parent_session_id: Some(parent.id.clone()),
+            system_prompt: parent.system_prompt.clone(),
+        };
+        let (from, new_id) = (parent.id.clone(), copy.id.clone());
+        let row = self
+            .services
+            .store
+            .call(move |s| {
+                s.create_session(&copy)?;
+                for stored in s.messages(&from)? {
+                    s.append_message(&copy.id, &stored.message)?;
+                }
+                s.session(&copy.id)
+            })
+            .await
+            .map_err(|e| rpc_error(-32603, format!("cannot copy session `{id}`: {e}")))?
+            .ok_or_else(|| rpc_error(-32603, format!("the copy of `{id}` vanished")))?;
+        drop(_running);
+        let agent = Agent::resume(self.services.clone(), client, row, options)
+            .await
+            .map_err(|e| rpc_error(-32603, format!("cannot open the copy of `{id}`: {e}")))?;
+        let model = agent.model().to_string();
+        tracing::info!(parent = id, session = %new_id, "ACP session forked");
+        let session = self.keep(agent, cwd, cx);
         let options = self.config_options(&model).await;
-        Ok(ResumeSessionResponse::new().config_options(options))
+        Ok(ForkSessionResponse::new(new_id)
+            .config_options(options)
+            .modes(modes::state(session.mode())))
+    }
+
+    /// `session/set_mode`: applies at once, also to a turn that is running.
+    pub fn set_mode(
+        &self,
+        req: &SetSessionModeRequest,
+        cx: &ConnectionTo<Client>,
+    ) -> Result<SetSessionModeResponse, Error> {
+        let session = self.session(&req.session_id.0)?;
+        let mode = modes::known(&req.mode_id.0).map_err(invalid)?;
+        session.set_mode(mode);
+        tracing::info!(session = %req.session_id.0, mode, "ACP session mode changed");
+        cx.send_notification(SessionNotification::new(
+            req.session_id.clone(),
+            SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(mode)),
+        ))?;
+        Ok(SetSessionModeResponse::new())
     }
 
     /// Editor sessions, newest first, optionally only those in `cwd`; `cursor` is the offset.

@@ -48,7 +48,7 @@ use crate::llm::LlmClient;
 use crate::security::redact::redact;
 
 pub use catalog::Kind;
-pub use edits::EDIT_REASON;
+pub use edits::{EDIT_REASON, EditScope};
 pub use patterns::{Classification, Finding, classify, detect, hardline};
 pub use policy::{Decision, Facts, Policy, Refusal, Review, RunMode, decide};
 pub use smart::SmartReviewer;
@@ -128,6 +128,8 @@ pub struct ApprovalGate {
     timeout: Duration,
     /// Serialises writes of config.yaml when several `Always` answers race.
     persist_lock: Arc<Mutex<()>>,
+    /// Which file edits go ahead without asking (an editor's session mode; `edits.rs`).
+    edit_scope: Mutex<EditScope>,
 }
 
 impl ApprovalGate {
@@ -173,6 +175,7 @@ impl ApprovalGate {
             config_path,
             timeout,
             persist_lock: Arc::new(Mutex::new(())),
+            edit_scope: Mutex::new(EditScope::Ask),
         }
     }
 

@@ -56,7 +56,31 @@ impl TypedTool for Patch {
         {
             return Err(ToolError::Respond(why));
         }
-        let result = file_common::blocking(move || patch_file(&path, &args)).await;
+        let Some(editor) = ctx.scratch.files.editor() else {
+            let result = file_common::blocking(move || patch_file(&path, &args)).await;
+            return file_path::with_note(result, note);
+        };
+        // The editor's buffer is read, changed and written back (the checks above still ran).
+        let via = |what: &str, e: String| {
+            ToolError::Respond(format!(
+                "cannot {what} {} through {}: {e}",
+                args.path,
+                editor.name()
+            ))
+        };
+        let result = async {
+            let content = editor
+                .read_text(&path.resolved)
+                .await
+                .map_err(|e| via("read", e))?;
+            let (updated, report) = edit(&content, &args)?;
+            editor
+                .write_text(&path.resolved, &updated)
+                .await
+                .map_err(|e| via("write", e))?;
+            Ok(report)
+        }
+        .await;
         file_path::with_note(result, note)
     }
 }
@@ -73,13 +97,22 @@ fn patch_file(path: &FilePath, args: &PatchArgs) -> Result<String, ToolError> {
             "{shown} is not valid UTF-8 text; patch cannot edit it safely (use the terminal tool, e.g. sed, or rewrite it with write_file)"
         )));
     };
-    let new_string = patch_match::match_line_endings(&content, &args.new_string);
+    let (updated, report) = edit(&content, args)?;
+    crate::util::atomic_write(&path.resolved, updated.as_bytes())
+        .map_err(|e| ToolError::Respond(file_common::io_message("write", shown, &e)))?;
+    Ok(report)
+}
 
-    let found = patch_match::find(&content, &args.old_string, &new_string)
-        .or_else(|| patch_match::find_escaped(&content, &args.old_string, &args.new_string));
+/// The patched text and what the model is told about the change.
+fn edit(content: &str, args: &PatchArgs) -> Result<(String, String), ToolError> {
+    let shown = args.path.as_str();
+    let new_string = patch_match::match_line_endings(content, &args.new_string);
+
+    let found = patch_match::find(content, &args.old_string, &new_string)
+        .or_else(|| patch_match::find_escaped(content, &args.old_string, &args.new_string));
     let Some(found) = found else {
         return Err(ToolError::Respond(not_found_message(
-            &content,
+            content,
             shown,
             &args.old_string,
         )));
@@ -91,7 +124,7 @@ fn patch_file(path: &FilePath, args: &PatchArgs) -> Result<String, ToolError> {
         let lines: Vec<String> = spans
             .iter()
             .take(20)
-            .map(|s| patch_match::line_of(&content, s.start).to_string())
+            .map(|s| patch_match::line_of(content, s.start).to_string())
             .collect();
         let more = if spans.len() > 20 { ", ..." } else { "" };
         return Err(ToolError::Respond(format!(
@@ -103,23 +136,20 @@ fn patch_file(path: &FilePath, args: &PatchArgs) -> Result<String, ToolError> {
         spans
     };
 
-    let updated = apply(&content, &spans);
+    let updated = apply(content, &spans);
     if updated == content {
         return Err(ToolError::Respond(format!(
             "the replacement leaves {shown} unchanged; check new_string"
         )));
     }
-    crate::util::atomic_write(&path.resolved, updated.as_bytes())
-        .map_err(|e| ToolError::Respond(file_common::io_message("write", shown, &e)))?;
-
     let count = spans.len();
     let mut out = format!(
         "Patched {shown}: {count} replacement{} ({}).\n",
         if count == 1 { "" } else { "s" },
         strategy.describe()
     );
-    out.push_str(&diff_summary(&content, &spans));
-    Ok(out)
+    out.push_str(&diff_summary(content, &spans));
+    Ok((updated, out))
 }
 
 fn apply(content: &str, spans: &[Span]) -> String {

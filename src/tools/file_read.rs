@@ -62,11 +62,26 @@ impl TypedTool for ReadFile {
             cap,
         };
         let (ctx, given) = (ctx.clone(), args.path);
-        file_common::blocking(move || {
-            let path = file_path::resolve_path(&ctx, &given, Access::Read)?;
-            read_window(&path, window, &ctx.cancel)
-        })
-        .await
+        let Some(editor) = ctx.scratch.files.reader() else {
+            return file_common::blocking(move || {
+                let path = file_path::resolve_path(&ctx, &given, Access::Read)?;
+                read_window(&path, window, &ctx.cancel)
+            })
+            .await;
+        };
+        // The policy first, then the editor's copy (its unsaved buffer) instead of the disk's.
+        let checked = ctx.clone();
+        let path =
+            file_common::blocking(move || file_path::resolve_path(&checked, &given, Access::Read))
+                .await?;
+        let text = editor.read_text(&path.resolved).await.map_err(|e| {
+            ToolError::Respond(format!(
+                "cannot read {} from {}: {e}",
+                path.shown,
+                editor.name()
+            ))
+        })?;
+        text_window(&text, &path.shown, window, &ctx.cancel)
     }
 }
 
@@ -80,6 +95,21 @@ struct Window {
     max_chars: usize,
     /// Budget for the whole answer (what the footer reports).
     cap: usize,
+}
+
+/// The window of a file's text already in memory (an editor's buffer).
+fn text_window(
+    text: &str,
+    shown: &str,
+    window: Window,
+    cancel: &CancellationToken,
+) -> Result<String, ToolError> {
+    if text.is_empty() {
+        return Ok(format!("{shown} is empty (0 bytes)."));
+    }
+    let page = collect_page(text.as_bytes(), window, cancel)
+        .map_err(|e| ToolError::Respond(file_common::io_message("read", shown, &e)))?;
+    render(page, shown, window)
 }
 
 fn read_window(

@@ -33,7 +33,18 @@ impl TypedTool for WriteFile {
         {
             return Err(ToolError::Respond(why));
         }
-        let result = file_common::blocking(move || write(&path, &args.content)).await;
+        let result = match ctx.scratch.files.writer() {
+            // The editor writes its buffer (the checks and the checkpoint above still ran).
+            Some(editor) => match editor.write_text(&path.resolved, &args.content).await {
+                Ok(()) => Ok(written(&path, &args.content)),
+                Err(e) => Err(ToolError::Respond(format!(
+                    "cannot write {} through {}: {e}",
+                    path.shown,
+                    editor.name()
+                ))),
+            },
+            None => file_common::blocking(move || write(&path, &args.content)).await,
+        };
         file_path::with_note(result, note)
     }
 }
@@ -54,8 +65,14 @@ fn write(path: &FilePath, content: &str) -> Result<String, ToolError> {
     }
     crate::util::atomic_write(target, content.as_bytes())
         .map_err(|e| ToolError::Respond(file_common::io_message("write", shown, &e)))?;
+    Ok(written(path, content))
+}
+
+/// What the model is told after `content` was written to `path`.
+fn written(path: &FilePath, content: &str) -> String {
+    let shown = path.shown.as_str();
     let lines = content.lines().count();
-    Ok(format!(
+    format!(
         "{} {shown}: {} bytes, {lines} line{}.",
         if path.existed() {
             "Overwrote"
@@ -64,7 +81,7 @@ fn write(path: &FilePath, content: &str) -> Result<String, ToolError> {
         },
         content.len(),
         if lines == 1 { "" } else { "s" }
-    ))
+    )
 }
 
 #[cfg(test)]

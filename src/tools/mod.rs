@@ -6,6 +6,7 @@ pub mod deferred;
 pub mod delegate;
 pub mod dynamic;
 pub mod file_common;
+pub mod file_io;
 pub mod file_patch;
 pub mod file_path;
 pub mod file_read;

@@ -51,6 +51,8 @@ pub struct SessionScratch {
     pub terminal: crate::security::sandbox::SessionTerminal,
     /// Skills viewed in this session (a background review may only change what it has read).
     pub viewed_skills: Mutex<std::collections::BTreeSet<String>>,
+    /// Where the file tools' reads and writes go (the disk unless an editor offers its own).
+    pub files: crate::tools::file_io::FileBackendSlot,
 }
 
 /// Who runs the tools: the user's own agent, or a child agent with a narrower brief.

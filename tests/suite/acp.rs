@@ -4,173 +4,17 @@
 //! command asked through session/request_permission and denied (it does not run); a session
 //! listed and loaded again by a second process; stdout carries nothing but protocol frames.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
+use crate::support::acp_editor::{Editor, WAIT, agent_text, kinds, prompt};
 use crate::support::harness::TestEnv;
 use crate::support::mock_llm::{MockLlm, Reply};
 
-const WAIT: Duration = Duration::from_secs(30);
 /// Produced at run time: the classifier cannot say what it runs, so it must ask.
 const GENERATED: &str = "$(printf rm) -rf build";
-
-/// An editor's side of the connection.
-struct Editor {
-    child: Child,
-    stdin: ChildStdin,
-    lines: Receiver<String>,
-    next_id: u64,
-    /// Every message the agent sent, in order.
-    seen: Vec<Value>,
-}
-
-impl Editor {
-    fn start(env: &TestEnv, mock: &MockLlm) -> Editor {
-        let mut cmd = env.spawnable(&mock.base_url(), &["acp"]);
-        cmd.stdin(Stdio::piped());
-        let mut child = cmd.spawn().unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Editor {
-            child,
-            stdin,
-            lines,
-            next_id: 0,
-            seen: Vec::new(),
-        }
-    }
-
-    fn send(&mut self, message: Value) {
-        writeln!(self.stdin, "{message}").unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    /// The next message from the agent; every stdout line must be one JSON-RPC frame.
-    fn next(&mut self, deadline: Instant) -> Value {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let line = match self.lines.recv_timeout(left) {
-            Ok(line) => line,
-            Err(RecvTimeoutError::Timeout) => {
-                panic!("no message from hermes acp; seen {:#?}", self.seen)
-            }
-            Err(RecvTimeoutError::Disconnected) => {
-                panic!("hermes acp closed stdout; seen {:#?}", self.seen)
-            }
-        };
-        let value: Value = serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("stdout line is not JSON-RPC ({e}): {line:?}"));
-        assert_eq!(value["jsonrpc"], "2.0", "{line}");
-        self.seen.push(value.clone());
-        value
-    }
-
-    fn request_id(&mut self, method: &str, params: Value) -> u64 {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        id
-    }
-
-    /// Sends a request and returns its response, answering the agent's own requests with
-    /// `on_request` and collecting `session/update` notifications into `updates`.
-    fn call_with(
-        &mut self,
-        method: &str,
-        params: Value,
-        updates: &mut Vec<Value>,
-        on_request: &mut dyn FnMut(&mut Editor, &Value),
-    ) -> Value {
-        let id = self.request_id(method, params);
-        self.wait_response(id, updates, on_request)
-    }
-
-    fn wait_response(
-        &mut self,
-        id: u64,
-        updates: &mut Vec<Value>,
-        on_request: &mut dyn FnMut(&mut Editor, &Value),
-    ) -> Value {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let msg = self.next(deadline);
-            if msg.get("method").is_some() && msg.get("id").is_some() {
-                on_request(self, &msg);
-            } else if msg["method"] == "session/update" {
-                updates.push(msg["params"]["update"].clone());
-            } else if msg["id"] == json!(id) {
-                return msg;
-            }
-        }
-    }
-
-    fn call(&mut self, method: &str, params: Value) -> Value {
-        let mut updates = Vec::new();
-        self.call_with(method, params, &mut updates, &mut |_, req| {
-            panic!("unexpected request from the agent: {req}")
-        })
-    }
-
-    fn initialize(&mut self) -> Value {
-        let r = self.call(
-            "initialize",
-            json!({"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "test-editor", "version": "1"}}),
-        );
-        assert!(r.get("error").is_none(), "{r}");
-        r["result"].clone()
-    }
-
-    fn new_session(&mut self, cwd: &std::path::Path) -> String {
-        let r = self.call("session/new", json!({"cwd": cwd, "mcpServers": []}));
-        assert!(r.get("error").is_none(), "{r}");
-        r["result"]["sessionId"].as_str().unwrap().to_string()
-    }
-
-    fn finish(mut self) {
-        drop(self.stdin);
-        let deadline = Instant::now() + WAIT;
-        while Instant::now() < deadline {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                assert!(status.success(), "hermes acp exited with {status}");
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        panic!("hermes acp did not exit after stdin closed");
-    }
-}
-
-fn prompt(session: &str, text: &str) -> Value {
-    json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]})
-}
-
-fn kinds(updates: &[Value]) -> Vec<String> {
-    updates
-        .iter()
-        .map(|u| u["sessionUpdate"].as_str().unwrap_or("?").to_string())
-        .collect()
-}
-
-fn agent_text(updates: &[Value]) -> String {
-    updates
-        .iter()
-        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
-        .filter_map(|u| u["content"]["text"].as_str())
-        .collect()
-}
 
 #[test]
 fn a_prompt_streams_text_tool_calls_and_the_plan_then_the_session_loads_again() {
@@ -360,19 +204,8 @@ fn a_dangerous_command_is_asked_through_the_editor_and_a_denial_keeps_it_from_ru
         let mut editor = Editor::start(&env, &mock);
         editor.initialize();
         let session = editor.new_session(env.cwd.path());
-        let mut asked = Vec::new();
-        let mut updates = Vec::new();
-        let done = editor.call_with(
-            "session/prompt",
-            prompt(&session, "clean up"),
-            &mut updates,
-            &mut |ed, req| {
-                assert_eq!(req["method"], "session/request_permission", "{req}");
-                asked.push(req["params"].clone());
-                ed.send(json!({"jsonrpc": "2.0", "id": req["id"],
-                    "result": {"outcome": {"outcome": "selected", "optionId": answer}}}));
-            },
-        );
+        let turn = editor.prompt_answering(&session, "clean up", |_, _| Some(answer));
+        let (done, updates, asked) = (turn.response, turn.updates, turn.asked);
         assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
         assert_eq!(asked.len(), 1, "one question: {asked:#?}");
         let question = &asked[0];
@@ -409,6 +242,7 @@ fn a_dangerous_command_is_asked_through_the_editor_and_a_denial_keeps_it_from_ru
 #[test]
 fn without_a_provider_the_editor_is_told_what_to_configure() {
     let env = TestEnv::new();
+    // No provider: the bare environment without the mock's settings.
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hermes"));
     cmd.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -416,25 +250,8 @@ fn without_a_provider_the_editor_is_told_what_to_configure() {
         .env("HERMES_HOME", env.home.path())
         .current_dir(env.cwd.path())
         .arg("acp")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    let stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, lines) = channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let mut editor = Editor {
-        child,
-        stdin,
-        lines,
-        next_id: 0,
-        seen: Vec::new(),
-    };
+    let mut editor = Editor::spawn(cmd);
     let init = editor.initialize();
     let method = &init["authMethods"][0];
     assert_eq!(method["id"], "hermes-setup", "{init}");
@@ -487,25 +304,11 @@ fn file_edits_are_asked_and_a_rejected_edit_is_not_written() {
     let mut editor = Editor::start(&env, &mock);
     editor.initialize();
     let session = editor.new_session(env.cwd.path());
-    let mut asked = Vec::new();
-    let mut updates = Vec::new();
-    let done = editor.call_with(
-        "session/prompt",
-        prompt(&session, "write and patch"),
-        &mut updates,
-        &mut |ed, req| {
-            assert_eq!(req["method"], "session/request_permission", "{req}");
-            asked.push(req["params"].clone());
-            // Reject the new file, allow the patch.
-            let answer = if asked.len() == 1 {
-                "reject"
-            } else {
-                "allow_once"
-            };
-            ed.send(json!({"jsonrpc": "2.0", "id": req["id"],
-                "result": {"outcome": {"outcome": "selected", "optionId": answer}}}));
-        },
-    );
+    // Reject the new file, allow the patch.
+    let turn = editor.prompt_answering(&session, "write and patch", |n, _| {
+        Some(if n == 0 { "reject" } else { "allow_once" })
+    });
+    let (done, asked) = (turn.response, turn.asked);
     assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
     assert_eq!(asked.len(), 2, "{asked:#?}");
     assert_eq!(asked[0]["toolCall"]["toolCallId"], "w1");
@@ -590,20 +393,11 @@ fn an_editor_that_never_answers_is_a_denial() {
     let mut editor = Editor::start(&env, &mock);
     editor.initialize();
     let session = editor.new_session(env.cwd.path());
-    let mut asked = 0;
-    let mut updates = Vec::new();
     // The question is received and left unanswered.
-    let done = editor.call_with(
-        "session/prompt",
-        prompt(&session, "clean up"),
-        &mut updates,
-        &mut |_, req| {
-            assert_eq!(req["method"], "session/request_permission", "{req}");
-            asked += 1;
-        },
-    );
+    let turn = editor.prompt_answering(&session, "clean up", |_, _| None);
+    let done = turn.response;
     assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
-    assert_eq!(asked, 1);
+    assert_eq!(turn.asked.len(), 1);
     assert!(victim.exists(), "an unanswered question ran the command");
     let result = mock.requests()[1].to_string();
     assert!(result.contains("no answer"), "{result}");

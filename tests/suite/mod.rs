@@ -1,6 +1,8 @@
 //! Integration test modules, one per area.
 
 pub mod acp;
+pub mod acp_fs;
+pub mod acp_sessions;
 pub mod agent_api;
 pub mod anthropic_cli;
 pub mod anthropic_client;
