@@ -6,6 +6,7 @@
 //!   when a provider resolved; a clear error saying how to configure one otherwise);
 //! - `session/new|load|resume|list|fork` on state.db sessions with source `acp` (`session.rs`;
 //!   a fork copies the conversation and records its parent);
+//! - MCP servers the editor lists for a session run for that session only (`mcp_servers.rs`);
 //! - `session/set_mode`: what a session does without asking (`modes.rs`; no mode passes the
 //!   hardline floor, the deny rules or the protected paths);
 //! - `session/prompt` runs one turn of the session's `Agent` and streams it as session updates
@@ -22,6 +23,7 @@
 //! protocol frames only; logs go to `$HERMES_HOME/logs`.
 
 mod editor_fs;
+mod mcp_servers;
 mod modes;
 mod session;
 mod turn;
@@ -145,7 +147,7 @@ pub async fn serve(
                 let server = s3.clone();
                 // Building the prompt reads files: off the dispatch loop.
                 tokio::spawn(async move {
-                    match server.new_session(&req.cwd, &cx).await {
+                    match server.new_session(&req.cwd, &req.mcp_servers, &cx).await {
                         Ok(r) => responder.respond(r),
                         Err(e) => responder.respond_with_error(e),
                     }
@@ -160,7 +162,10 @@ pub async fn serve(
                         cx: ConnectionTo<Client>| {
                 let server = s4.clone();
                 tokio::spawn(async move {
-                    match server.load_session(&req.session_id.0, &req.cwd, &cx).await {
+                    match server
+                        .load_session(&req.session_id.0, &req.cwd, &req.mcp_servers, &cx)
+                        .await
+                    {
                         Ok(r) => responder.respond(r),
                         Err(e) => responder.respond_with_error(e),
                     }
@@ -176,7 +181,7 @@ pub async fn serve(
                 let server = s9.clone();
                 tokio::spawn(async move {
                     match server
-                        .resume_session(&req.session_id.0, &req.cwd, &cx)
+                        .resume_session(&req.session_id.0, &req.cwd, &req.mcp_servers, &cx)
                         .await
                     {
                         Ok(r) => responder.respond(r),
@@ -252,7 +257,10 @@ pub async fn serve(
                             cx: ConnectionTo<Client>| {
                     let server = server.clone();
                     tokio::spawn(async move {
-                        match server.fork_session(&req.session_id.0, &req.cwd, &cx).await {
+                        match server
+                            .fork_session(&req.session_id.0, &req.cwd, &req.mcp_servers, &cx)
+                            .await
+                        {
                             Ok(r) => responder.respond(r),
                             Err(e) => responder.respond_with_error(e),
                         }
@@ -287,6 +295,7 @@ fn initialize(server: &AcpServer, req: &InitializeRequest) -> InitializeResponse
     ));
     let caps = AgentCapabilities::new()
         .load_session(true)
+        .mcp_capabilities(mcp_servers::capabilities())
         .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
         .session_capabilities(
             SessionCapabilities::new()
