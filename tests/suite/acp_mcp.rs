@@ -38,7 +38,7 @@ fn alive(pid: &str) -> bool {
     std::fs::read_to_string(stat).is_ok_and(|s| {
         s.rsplit(')')
             .next()
-            .is_some_and(|rest| rest.trim_start().chars().next() != Some('Z'))
+            .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
     })
 }
 
