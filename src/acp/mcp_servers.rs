@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use agent_client_protocol::v1::schema::{McpCapabilities, McpServer};
+use agent_client_protocol::v1::schema::{HttpHeader, McpCapabilities, McpServer};
 
 use super::invalid;
 use crate::agent::Services;
@@ -42,31 +42,8 @@ pub fn entries(
                     ..Default::default()
                 },
             ),
-            McpServer::Http(s) => (
-                &s.name,
-                McpServerConfig {
-                    url: Some(s.url.clone()),
-                    headers: s
-                        .headers
-                        .iter()
-                        .map(|h| (h.name.clone(), h.value.clone()))
-                        .collect(),
-                    ..Default::default()
-                },
-            ),
-            McpServer::Sse(s) => (
-                &s.name,
-                McpServerConfig {
-                    url: Some(s.url.clone()),
-                    headers: s
-                        .headers
-                        .iter()
-                        .map(|h| (h.name.clone(), h.value.clone()))
-                        .collect(),
-                    transport: Some("sse".into()),
-                    ..Default::default()
-                },
-            ),
+            McpServer::Http(s) => (&s.name, http_entry(&s.url, &s.headers, None)),
+            McpServer::Sse(s) => (&s.name, http_entry(&s.url, &s.headers, Some("sse"))),
             _ => {
                 return Err(invalid(
                     "an MCP server of a transport hermes does not know (it takes stdio and http)",
@@ -83,6 +60,19 @@ pub fn entries(
         }
     }
     Ok(out)
+}
+
+/// An entry for a server reached over HTTP (`transport: sse` for the legacy transport).
+fn http_entry(url: &str, headers: &[HttpHeader], transport: Option<&str>) -> McpServerConfig {
+    McpServerConfig {
+        url: Some(url.to_string()),
+        headers: headers
+            .iter()
+            .map(|h| (h.name.clone(), h.value.clone()))
+            .collect(),
+        transport: transport.map(str::to_string),
+        ..Default::default()
+    }
 }
 
 /// Starts the editor's servers for one session (none: `None`). Never waits for them: servers

@@ -4,8 +4,9 @@
 //!
 //! - `initialize` (capabilities: load, list, embedded context), `authenticate` (nothing to do
 //!   when a provider resolved; a clear error saying how to configure one otherwise);
-//! - `session/new|load|resume|list|fork` on state.db sessions with source `acp` (`session.rs`;
-//!   a fork copies the conversation and records its parent);
+//! - `session/new|load|resume|list|fork|close` on state.db sessions with source `acp`
+//!   (`session.rs`; a fork copies the conversation and records its parent; close lets an open
+//!   session go, with the MCP servers the editor brought for it);
 //! - MCP servers the editor lists for a session run for that session only (`mcp_servers.rs`);
 //! - `session/set_mode`: what a session does without asking (`modes.rs`; no mode passes the
 //!   hardline floor, the deny rules or the protected paths);
@@ -41,6 +42,9 @@ use agent_client_protocol::v1::schema::{
     SessionForkCapabilities, SessionListCapabilities, SessionResumeCapabilities,
     SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
     SetSessionModeResponse,
+};
+use agent_client_protocol::v1::schema::{
+    CloseSessionRequest, CloseSessionResponse, SessionCloseCapabilities,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, ErrorCode, Lines};
@@ -145,14 +149,9 @@ pub async fn serve(
                         responder: Responder<NewSessionResponse>,
                         cx: ConnectionTo<Client>| {
                 let server = s3.clone();
-                // Building the prompt reads files: off the dispatch loop.
-                tokio::spawn(async move {
-                    match server.new_session(&req.cwd, &req.mcp_servers, &cx).await {
-                        Ok(r) => responder.respond(r),
-                        Err(e) => responder.respond_with_error(e),
-                    }
-                });
-                Ok(())
+                answer_later(responder, async move {
+                    server.new_session(&req.cwd, &req.mcp_servers, &cx).await
+                })
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -161,16 +160,11 @@ pub async fn serve(
                         responder: Responder<LoadSessionResponse>,
                         cx: ConnectionTo<Client>| {
                 let server = s4.clone();
-                tokio::spawn(async move {
-                    match server
+                answer_later(responder, async move {
+                    server
                         .load_session(&req.session_id.0, &req.cwd, &req.mcp_servers, &cx)
                         .await
-                    {
-                        Ok(r) => responder.respond(r),
-                        Err(e) => responder.respond_with_error(e),
-                    }
-                });
-                Ok(())
+                })
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -179,16 +173,11 @@ pub async fn serve(
                         responder: Responder<ResumeSessionResponse>,
                         cx: ConnectionTo<Client>| {
                 let server = s9.clone();
-                tokio::spawn(async move {
-                    match server
+                answer_later(responder, async move {
+                    server
                         .resume_session(&req.session_id.0, &req.cwd, &req.mcp_servers, &cx)
                         .await
-                    {
-                        Ok(r) => responder.respond(r),
-                        Err(e) => responder.respond_with_error(e),
-                    }
-                });
-                Ok(())
+                })
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -197,16 +186,11 @@ pub async fn serve(
                         responder: Responder<ListSessionsResponse>,
                         _cx: ConnectionTo<Client>| {
                 let server = s5.clone();
-                tokio::spawn(async move {
-                    match server
+                answer_later(responder, async move {
+                    server
                         .list_sessions(req.cwd.as_deref(), req.cursor.as_deref())
                         .await
-                    {
-                        Ok(r) => responder.respond(r),
-                        Err(e) => responder.respond_with_error(e),
-                    }
-                });
-                Ok(())
+                })
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -214,16 +198,11 @@ pub async fn serve(
             async move |req: PromptRequest,
                         responder: Responder<PromptResponse>,
                         cx: ConnectionTo<Client>| {
-                // The turn runs beside the dispatch loop, so `session/cancel` and permission
-                // answers keep arriving while it runs.
                 let server = s6.clone();
-                tokio::spawn(async move {
-                    match turn::prompt(&server, req, cx).await {
-                        Ok(r) => responder.respond(r),
-                        Err(e) => responder.respond_with_error(e),
-                    }
-                });
-                Ok(())
+                answer_later(
+                    responder,
+                    async move { turn::prompt(&server, req, cx).await },
+                )
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -239,13 +218,10 @@ pub async fn serve(
                         responder: Responder<SetSessionConfigOptionResponse>,
                         _cx: ConnectionTo<Client>| {
                 let server = s8.clone();
-                tokio::spawn(async move {
-                    match server.set_config_option(req).await {
-                        Ok(r) => responder.respond(r),
-                        Err(e) => responder.respond_with_error(e),
-                    }
-                });
-                Ok(())
+                answer_later(
+                    responder,
+                    async move { server.set_config_option(req).await },
+                )
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -256,16 +232,11 @@ pub async fn serve(
                             responder: Responder<ForkSessionResponse>,
                             cx: ConnectionTo<Client>| {
                     let server = server.clone();
-                    tokio::spawn(async move {
-                        match server
+                    answer_later(responder, async move {
+                        server
                             .fork_session(&req.session_id.0, &req.cwd, &req.mcp_servers, &cx)
                             .await
-                        {
-                            Ok(r) => responder.respond(r),
-                            Err(e) => responder.respond_with_error(e),
-                        }
-                    });
-                    Ok(())
+                    })
                 }
             },
             agent_client_protocol::on_receive_request!(),
@@ -284,9 +255,46 @@ pub async fn serve(
             },
             agent_client_protocol::on_receive_request!(),
         )
+        .on_receive_request(
+            {
+                let server = server.clone();
+                async move |req: CloseSessionRequest,
+                            responder: Responder<CloseSessionResponse>,
+                            _cx: ConnectionTo<Client>| {
+                    let server = server.clone();
+                    answer_later(responder, async move {
+                        server.close_session(&req.session_id.0).await?;
+                        Ok(CloseSessionResponse::new())
+                    })
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
         .connect_to(transport)
         .await
         .map_err(|e| AcpError::Protocol(e.to_string()))
+}
+
+/// Answers `responder` with what `work` gives, from a task beside the dispatch loop: session
+/// set-up reads files and a turn runs long, while `session/cancel` and permission answers must
+/// keep arriving.
+fn answer_later<T>(
+    responder: Responder<T>,
+    work: impl Future<Output = Result<T, agent_client_protocol::Error>> + Send + 'static,
+) -> Result<(), agent_client_protocol::Error>
+where
+    T: agent_client_protocol::JsonRpcResponse + Send + 'static,
+{
+    tokio::spawn(async move {
+        let answered = match work.await {
+            Ok(r) => responder.respond(r),
+            Err(e) => responder.respond_with_error(e),
+        };
+        if let Err(e) = answered {
+            tracing::debug!(error = %e, "cannot answer the editor (gone?)");
+        }
+    });
+    Ok(())
 }
 
 fn initialize(server: &AcpServer, req: &InitializeRequest) -> InitializeResponse {
@@ -301,7 +309,8 @@ fn initialize(server: &AcpServer, req: &InitializeRequest) -> InitializeResponse
             SessionCapabilities::new()
                 .list(SessionListCapabilities::new())
                 .resume(SessionResumeCapabilities::new())
-                .fork(SessionForkCapabilities::new()),
+                .fork(SessionForkCapabilities::new())
+                .close(SessionCloseCapabilities::new()),
         );
     let auth = match server.provider_error() {
         None => Vec::new(),

@@ -397,6 +397,29 @@ impl AcpServer {
         Ok(ListSessionsResponse::new(sessions).next_cursor(next))
     }
 
+    /// `session/close`: the session is let go — a running turn is cancelled and waited for,
+    /// then its agent is dropped, which stops the MCP servers the editor brought for it. It
+    /// stays in state.db; `session/load` opens it again.
+    pub async fn close_session(&self, id: &str) -> Result<(), Error> {
+        let session = self
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id)
+            .ok_or_else(|| invalid(format!("no open session `{id}` to close")))?;
+        let running = session
+            .turn
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(token) = running {
+            token.cancel();
+        }
+        drop(session.agent.lock().await);
+        tracing::info!(session = id, "ACP session closed");
+        Ok(())
+    }
+
     /// Cancels the session's running turn, if any.
     pub fn cancel(&self, id: &str) {
         let Ok(session) = self.session(id) else {

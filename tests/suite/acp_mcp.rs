@@ -1,27 +1,16 @@
 //! MCP servers an editor brings over ACP (`mcpServers` in `session/new`): started for that
 //! session through the MCP client, their tools in that session only, the servers stopped when
-//! the editor's connection ends. Uses the stdio test server (a Cargo example).
+//! the session is closed or the editor's connection ends. Uses the stdio test server (a Cargo example).
 
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::suite::mcp_client::tool_names;
 use crate::support::acp_editor::{Editor, prompt};
 use crate::support::harness::TestEnv;
 use crate::support::mcp_servers::stdio_server;
 use crate::support::mock_llm::{MockLlm, Reply};
-
-fn tool_names(request: &Value) -> Vec<String> {
-    request["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 /// The stdio test server as the editor lists it, with these environment variables.
 fn editor_server(env: &[(&str, &std::path::Path)]) -> Value {
@@ -43,7 +32,7 @@ fn alive(pid: &str) -> bool {
 }
 
 #[test]
-fn an_editors_stdio_server_serves_its_session_only_and_stops_with_the_connection() {
+fn an_editors_stdio_server_serves_its_session_only_and_stops_with_it() {
     let env = TestEnv::new();
     env.config("mcp_discovery_timeout: 20\n");
     let scratch = tempfile::tempdir().unwrap();
@@ -123,15 +112,29 @@ fn an_editors_stdio_server_serves_its_session_only_and_stops_with_the_connection
     ];
     assert!(pids.iter().all(|p| alive(p)), "the servers run: {pids:?}");
 
+    // Closing a session stops its server; the other session's keeps running.
+    let closed = editor.call("session/close", json!({"sessionId": first}));
+    assert!(closed.get("error").is_none(), "{closed}");
+    wait_gone(&pids[..1]);
+    assert!(alive(&pids[1]), "the other session's server was stopped");
+    let again = editor.call("session/close", json!({"sessionId": first}));
+    let message = again["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("no open session"), "{again}");
+
     // The editor goes: its servers go with the sessions.
     editor.finish();
+    wait_gone(&pids[1..]);
+}
+
+/// Waits (bounded) until none of `pids` runs.
+fn wait_gone(pids: &[String]) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while pids.iter().any(|p| alive(p)) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(
         !pids.iter().any(|p| alive(p)),
-        "a server outlived hermes acp: {pids:?}"
+        "an MCP server kept running: {pids:?}"
     );
 }
 
