@@ -4,8 +4,10 @@
 //!
 //! - `initialize` (capabilities: load, list, embedded context), `authenticate` (nothing to do
 //!   when a provider resolved; a clear error saying how to configure one otherwise);
-//! - `session/new|load|resume|list|fork` on state.db sessions with source `acp` (`session.rs`;
-//!   a fork copies the conversation and records its parent);
+//! - `session/new|load|resume|list|fork|close` on state.db sessions with source `acp`
+//!   (`session.rs`; a fork copies the conversation and records its parent; close lets an open
+//!   session go, with the MCP servers the editor brought for it);
+//! - MCP servers the editor lists for a session run for that session only (`mcp_servers.rs`);
 //! - `session/set_mode`: what a session does without asking (`modes.rs`; no mode passes the
 //!   hardline floor, the deny rules or the protected paths);
 //! - `session/prompt` runs one turn of the session's `Agent` and streams it as session updates
@@ -22,6 +24,7 @@
 //! protocol frames only; logs go to `$HERMES_HOME/logs`.
 
 mod editor_fs;
+mod mcp_servers;
 mod modes;
 mod session;
 mod turn;
@@ -39,6 +42,9 @@ use agent_client_protocol::v1::schema::{
     SessionForkCapabilities, SessionListCapabilities, SessionResumeCapabilities,
     SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
     SetSessionModeResponse,
+};
+use agent_client_protocol::v1::schema::{
+    CloseSessionRequest, CloseSessionResponse, SessionCloseCapabilities,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, ErrorCode, Lines};
@@ -143,14 +149,9 @@ pub async fn serve(
                         responder: Responder<NewSessionResponse>,
                         cx: ConnectionTo<Client>| {
                 let server = s3.clone();
-                // Building the prompt reads files: off the dispatch loop.
-                tokio::spawn(async move {
-                    match server.new_session(&req.cwd, &cx).await {
-                        Ok(r) => responder.respond(r),
-                        Err(e) => responder.respond_with_error(e),
-                    }
-                });
-                Ok(())
+                answer_later(responder, async move {
+                    server.new_session(&req.cwd, &req.mcp_servers, &cx).await
+                })
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -159,13 +160,11 @@ pub async fn serve(
                         responder: Responder<LoadSessionResponse>,
                         cx: ConnectionTo<Client>| {
                 let server = s4.clone();
-                tokio::spawn(async move {
-                    match server.load_session(&req.session_id.0, &req.cwd, &cx).await {
-                        Ok(r) => responder.respond(r),
-                        Err(e) => responder.respond_with_error(e),
-                    }
-                });
-                Ok(())
+                answer_later(responder, async move {
+                    server
+                        .load_session(&req.session_id.0, &req.cwd, &req.mcp_servers, &cx)
+                        .await
+                })
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -174,16 +173,11 @@ pub async fn serve(
                         responder: Responder<ResumeSessionResponse>,
                         cx: ConnectionTo<Client>| {
                 let server = s9.clone();
-                tokio::spawn(async move {
-                    match server
-                        .resume_session(&req.session_id.0, &req.cwd, &cx)
+                answer_later(responder, async move {
+                    server
+                        .resume_session(&req.session_id.0, &req.cwd, &req.mcp_servers, &cx)
                         .await
-                    {
-                        Ok(r) => responder.respond(r),
-                        Err(e) => responder.respond_with_error(e),
-                    }
-                });
-                Ok(())
+                })
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -192,16 +186,11 @@ pub async fn serve(
                         responder: Responder<ListSessionsResponse>,
                         _cx: ConnectionTo<Client>| {
                 let server = s5.clone();
-                tokio::spawn(async move {
-                    match server
+                answer_later(responder, async move {
+                    server
                         .list_sessions(req.cwd.as_deref(), req.cursor.as_deref())
                         .await
-                    {
-                        Ok(r) => responder.respond(r),
-                        Err(e) => responder.respond_with_error(e),
-                    }
-                });
-                Ok(())
+                })
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -209,16 +198,11 @@ pub async fn serve(
             async move |req: PromptRequest,
                         responder: Responder<PromptResponse>,
                         cx: ConnectionTo<Client>| {
-                // The turn runs beside the dispatch loop, so `session/cancel` and permission
-                // answers keep arriving while it runs.
                 let server = s6.clone();
-                tokio::spawn(async move {
-                    match turn::prompt(&server, req, cx).await {
-                        Ok(r) => responder.respond(r),
-                        Err(e) => responder.respond_with_error(e),
-                    }
-                });
-                Ok(())
+                answer_later(
+                    responder,
+                    async move { turn::prompt(&server, req, cx).await },
+                )
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -234,13 +218,10 @@ pub async fn serve(
                         responder: Responder<SetSessionConfigOptionResponse>,
                         _cx: ConnectionTo<Client>| {
                 let server = s8.clone();
-                tokio::spawn(async move {
-                    match server.set_config_option(req).await {
-                        Ok(r) => responder.respond(r),
-                        Err(e) => responder.respond_with_error(e),
-                    }
-                });
-                Ok(())
+                answer_later(
+                    responder,
+                    async move { server.set_config_option(req).await },
+                )
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -251,13 +232,11 @@ pub async fn serve(
                             responder: Responder<ForkSessionResponse>,
                             cx: ConnectionTo<Client>| {
                     let server = server.clone();
-                    tokio::spawn(async move {
-                        match server.fork_session(&req.session_id.0, &req.cwd, &cx).await {
-                            Ok(r) => responder.respond(r),
-                            Err(e) => responder.respond_with_error(e),
-                        }
-                    });
-                    Ok(())
+                    answer_later(responder, async move {
+                        server
+                            .fork_session(&req.session_id.0, &req.cwd, &req.mcp_servers, &cx)
+                            .await
+                    })
                 }
             },
             agent_client_protocol::on_receive_request!(),
@@ -276,9 +255,46 @@ pub async fn serve(
             },
             agent_client_protocol::on_receive_request!(),
         )
+        .on_receive_request(
+            {
+                let server = server.clone();
+                async move |req: CloseSessionRequest,
+                            responder: Responder<CloseSessionResponse>,
+                            _cx: ConnectionTo<Client>| {
+                    let server = server.clone();
+                    answer_later(responder, async move {
+                        server.close_session(&req.session_id.0).await?;
+                        Ok(CloseSessionResponse::new())
+                    })
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
         .connect_to(transport)
         .await
         .map_err(|e| AcpError::Protocol(e.to_string()))
+}
+
+/// Answers `responder` with what `work` gives, from a task beside the dispatch loop: session
+/// set-up reads files and a turn runs long, while `session/cancel` and permission answers must
+/// keep arriving.
+fn answer_later<T>(
+    responder: Responder<T>,
+    work: impl Future<Output = Result<T, agent_client_protocol::Error>> + Send + 'static,
+) -> Result<(), agent_client_protocol::Error>
+where
+    T: agent_client_protocol::JsonRpcResponse + Send + 'static,
+{
+    tokio::spawn(async move {
+        let answered = match work.await {
+            Ok(r) => responder.respond(r),
+            Err(e) => responder.respond_with_error(e),
+        };
+        if let Err(e) = answered {
+            tracing::debug!(error = %e, "cannot answer the editor (gone?)");
+        }
+    });
+    Ok(())
 }
 
 fn initialize(server: &AcpServer, req: &InitializeRequest) -> InitializeResponse {
@@ -287,12 +303,14 @@ fn initialize(server: &AcpServer, req: &InitializeRequest) -> InitializeResponse
     ));
     let caps = AgentCapabilities::new()
         .load_session(true)
+        .mcp_capabilities(mcp_servers::capabilities())
         .prompt_capabilities(PromptCapabilities::new().embedded_context(true))
         .session_capabilities(
             SessionCapabilities::new()
                 .list(SessionListCapabilities::new())
                 .resume(SessionResumeCapabilities::new())
-                .fork(SessionForkCapabilities::new()),
+                .fork(SessionForkCapabilities::new())
+                .close(SessionCloseCapabilities::new()),
         );
     let auth = match server.provider_error() {
         None => Vec::new(),

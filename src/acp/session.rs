@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    CurrentModeUpdate, ForkSessionResponse, ListSessionsResponse, LoadSessionResponse,
+    CurrentModeUpdate, ForkSessionResponse, ListSessionsResponse, LoadSessionResponse, McpServer,
     NewSessionResponse, ResumeSessionResponse, SessionConfigOption, SessionConfigOptionCategory,
     SessionConfigOptionValue, SessionConfigSelectOption, SessionInfo, SessionNotification,
     SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
@@ -24,7 +24,7 @@ use agent_client_protocol::{Client, Error};
 use tokio_util::sync::CancellationToken;
 
 use super::editor_fs::{EditorFiles, Offered};
-use super::{AcpSetup, invalid, modes, rpc_error, updates};
+use super::{AcpSetup, invalid, mcp_servers, modes, rpc_error, updates};
 use crate::agent::{Agent, AgentOptions, Services};
 use crate::llm::LlmClient;
 use crate::security::approval::ApprovalGate;
@@ -161,12 +161,14 @@ impl AcpServer {
     pub async fn new_session(
         &self,
         cwd: &Path,
+        servers: &[McpServer],
         cx: &ConnectionTo<Client>,
     ) -> Result<NewSessionResponse, Error> {
         let client = self.client()?;
         let options = self.options_for(cwd)?;
         let model = client.provider().model.clone();
-        let agent = Agent::start(self.services.clone(), client, options)
+        let mcp = mcp_servers::start(&self.services, servers)?;
+        let agent = Agent::start_with_mcp(self.services.clone(), client, options, mcp)
             .await
             .map_err(|e| rpc_error(-32603, format!("cannot start the session: {e}")))?;
         tracing::info!(session = agent.session_id(), cwd = %cwd.display(), "ACP session started");
@@ -180,10 +182,12 @@ impl AcpServer {
 
     /// The stored session `id` as an open one (opened now unless this connection has it):
     /// its history and model.
+    /// (A session this connection already has keeps the MCP servers it was opened with.)
     async fn open_stored(
         &self,
         id: &str,
         cwd: &Path,
+        servers: &[McpServer],
         cx: &ConnectionTo<Client>,
     ) -> Result<Opened, Error> {
         let client = self.client()?;
@@ -203,7 +207,8 @@ impl AcpServer {
             });
         }
         let row = self.stored_row(id).await?;
-        let agent = Agent::resume(self.services.clone(), client, row, options)
+        let mcp = mcp_servers::start(&self.services, servers)?;
+        let agent = Agent::resume_with_mcp(self.services.clone(), client, row, options, mcp)
             .await
             .map_err(|e| rpc_error(-32603, format!("cannot open session `{id}`: {e}")))?;
         let (history, model) = (agent.history().to_vec(), agent.model().to_string());
@@ -230,9 +235,10 @@ impl AcpServer {
         &self,
         id: &str,
         cwd: &Path,
+        servers: &[McpServer],
         cx: &ConnectionTo<Client>,
     ) -> Result<LoadSessionResponse, Error> {
-        let opened = self.open_stored(id, cwd, cx).await?;
+        let opened = self.open_stored(id, cwd, servers, cx).await?;
         for update in updates::replay(&opened.history, cwd) {
             cx.send_notification(SessionNotification::new(id.to_string(), update))?;
         }
@@ -247,9 +253,10 @@ impl AcpServer {
         &self,
         id: &str,
         cwd: &Path,
+        servers: &[McpServer],
         cx: &ConnectionTo<Client>,
     ) -> Result<ResumeSessionResponse, Error> {
-        let opened = self.open_stored(id, cwd, cx).await?;
+        let opened = self.open_stored(id, cwd, servers, cx).await?;
         let options = self.config_options(&opened.model).await;
         Ok(ResumeSessionResponse::new()
             .config_options(options)
@@ -263,6 +270,7 @@ impl AcpServer {
         &self,
         id: &str,
         cwd: &Path,
+        servers: &[McpServer],
         cx: &ConnectionTo<Client>,
     ) -> Result<ForkSessionResponse, Error> {
         let client = self.client()?;
@@ -304,7 +312,8 @@ impl AcpServer {
             .map_err(|e| rpc_error(-32603, format!("cannot copy session `{id}`: {e}")))?
             .ok_or_else(|| rpc_error(-32603, format!("the copy of `{id}` vanished")))?;
         drop(_running);
-        let agent = Agent::resume(self.services.clone(), client, row, options)
+        let mcp = mcp_servers::start(&self.services, servers)?;
+        let agent = Agent::resume_with_mcp(self.services.clone(), client, row, options, mcp)
             .await
             .map_err(|e| rpc_error(-32603, format!("cannot open the copy of `{id}`: {e}")))?;
         let model = agent.model().to_string();
@@ -386,6 +395,29 @@ impl AcpServer {
             .collect();
         let next = (offset + PAGE < total).then(|| (offset + PAGE).to_string());
         Ok(ListSessionsResponse::new(sessions).next_cursor(next))
+    }
+
+    /// `session/close`: the session is let go — a running turn is cancelled and waited for,
+    /// then its agent is dropped, which stops the MCP servers the editor brought for it. It
+    /// stays in state.db; `session/load` opens it again.
+    pub async fn close_session(&self, id: &str) -> Result<(), Error> {
+        let session = self
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id)
+            .ok_or_else(|| invalid(format!("no open session `{id}` to close")))?;
+        let running = session
+            .turn
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(token) = running {
+            token.cancel();
+        }
+        drop(session.agent.lock().await);
+        tracing::info!(session = id, "ACP session closed");
+        Ok(())
     }
 
     /// Cancels the session's running turn, if any.

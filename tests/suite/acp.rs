@@ -28,7 +28,7 @@ fn a_prompt_streams_text_tool_calls_and_the_plan_then_the_session_loads_again() 
                              {"id": "2", "content": "answer", "status": "pending"}]}),
         ),
         Reply::tool_call("r1", "read_file", json!({"path": "notes.txt"})),
-        Reply::text("The notes say hello."),
+        Reply::text("The notes say hello.").with_reasoning("Looking at the notes."),
     ]);
     let mut editor = Editor::start(&env, &mock);
     let init = editor.initialize();
@@ -62,6 +62,12 @@ fn a_prompt_streams_text_tool_calls_and_the_plan_then_the_session_loads_again() 
     );
     assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
     assert_eq!(agent_text(&updates), "The notes say hello.");
+    let thought: String = updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_thought_chunk")
+        .filter_map(|u| u["content"]["text"].as_str())
+        .collect();
+    assert_eq!(thought, "Looking at the notes.", "{:?}", kinds(&updates));
     let plan = updates
         .iter()
         .find(|u| u["sessionUpdate"] == "plan")

@@ -2,6 +2,7 @@
 
 pub mod acp;
 pub mod acp_fs;
+pub mod acp_mcp;
 pub mod acp_sessions;
 pub mod agent_api;
 pub mod anthropic_cli;
