@@ -122,9 +122,9 @@ impl Services {
         }
     }
 
-    /// Starts the MCP supervisors (once) and waits for servers still connecting for the first
-    /// time, at most `mcp_discovery_timeout`.
-    pub async fn connect_mcp(&self) {
+    /// Starts the MCP supervisors (once). Never waits: a session takes the servers that have
+    /// answered when it freezes its tools (`mcp::client::freeze_tools`).
+    pub fn connect_mcp(&self) {
         if self.config.file.mcp_servers.is_empty() {
             return;
         }
@@ -133,15 +133,33 @@ impl Services {
             &self.tools,
             &self.http,
         ));
-        let limit = self
-            .config
-            .file
-            .mcp_discovery_timeout
-            .filter(|v| v.is_finite() && *v >= 0.0)
-            .unwrap_or(crate::mcp::client::DEFAULT_DISCOVERY_TIMEOUT);
-        self.mcp
-            .wait_discovery(std::time::Duration::from_secs_f64(limit.min(600.0)))
-            .await;
+    }
+
+    /// A session's tools array, frozen now, with the MCP servers still missing for its
+    /// `tool_search` (see `mcp::client::freeze_tools`).
+    fn freeze_tools(
+        &self,
+        toolsets: &[String],
+        session_mcp: Option<&crate::mcp::client::SessionMcp>,
+        mut unsettled: Vec<(
+            Arc<crate::mcp::client::Server>,
+            Arc<crate::tools::ToolCatalog>,
+        )>,
+    ) -> Result<
+        (
+            ToolRegistry,
+            Option<Arc<dyn crate::tools::deferred::LateTools>>,
+        ),
+        AgentError,
+    > {
+        unsettled.extend(session_mcp.map(|m| m.unsettled()).unwrap_or_default());
+        Ok(crate::mcp::client::freeze_tools(
+            &self.config,
+            &self.tools,
+            session_mcp,
+            toolsets,
+            unsettled,
+        )?)
     }
 
     /// Builds a session's frozen system prompt off the async runtime (it scans the skill tree
@@ -239,6 +257,8 @@ pub struct Agent {
     role: AgentRole,
     /// Agents above this one (0 for the user's agent).
     depth: u32,
+    /// MCP servers this session brought (ACP); stopped when the agent is dropped.
+    session_mcp: Option<Arc<crate::mcp::client::SessionMcp>>,
 }
 
 impl Agent {
@@ -248,7 +268,19 @@ impl Agent {
         client: Arc<dyn LlmClient>,
         options: AgentOptions,
     ) -> Result<Self, AgentError> {
-        services.connect_mcp().await;
+        Self::start_with_mcp(services, client, options, None).await
+    }
+
+    /// `start`, with MCP servers this session brings (an editor's, over ACP) beside the
+    /// process's; the agent keeps them running while it lives.
+    pub async fn start_with_mcp(
+        services: Arc<Services>,
+        client: Arc<dyn LlmClient>,
+        options: AgentOptions,
+        session_mcp: Option<Arc<crate::mcp::client::SessionMcp>>,
+    ) -> Result<Self, AgentError> {
+        services.connect_mcp();
+        let unsettled = services.mcp.unsettled();
         let toolsets = crate::mcp::client::session_toolsets(&services.tools, &options.toolsets);
         let tools = services.tools.select(&services.config, &toolsets)?;
         let system_prompt = services.build_prompt(&options.cwd, &tools.names()).await?;
@@ -274,7 +306,10 @@ impl Agent {
         };
         let session_id = new.id.clone();
         db(&services.store, move |s| s.create_session(&new)).await?;
-        Ok(Self::assemble(
+        // Frozen after the prompt build: MCP servers that answered meanwhile are in.
+        let (tools, late) =
+            services.freeze_tools(&options.toolsets, session_mcp.as_deref(), unsettled)?;
+        let mut agent = Self::assemble(
             services,
             client,
             failover,
@@ -283,7 +318,10 @@ impl Agent {
             session_id,
             system_prompt,
             Vec::new(),
-        ))
+            late,
+        );
+        agent.session_mcp = session_mcp;
+        Ok(agent)
     }
 
     /// Resumes a stored session: the stored system prompt is reused byte for byte.
@@ -293,7 +331,19 @@ impl Agent {
         session: SessionRow,
         options: AgentOptions,
     ) -> Result<Self, AgentError> {
-        services.connect_mcp().await;
+        Self::resume_with_mcp(services, client, session, options, None).await
+    }
+
+    /// `resume`, with MCP servers this session brings (see `start_with_mcp`).
+    pub async fn resume_with_mcp(
+        services: Arc<Services>,
+        client: Arc<dyn LlmClient>,
+        session: SessionRow,
+        options: AgentOptions,
+        session_mcp: Option<Arc<crate::mcp::client::SessionMcp>>,
+    ) -> Result<Self, AgentError> {
+        services.connect_mcp();
+        let unsettled = services.mcp.unsettled();
         let toolsets = crate::mcp::client::session_toolsets(&services.tools, &options.toolsets);
         let tools = services.tools.select(&services.config, &toolsets)?;
         let id = session.id.clone();
@@ -329,6 +379,8 @@ impl Agent {
         .await;
         let client = rekeyed.unwrap_or(client);
         let store = services.store.clone();
+        let (tools, late) =
+            services.freeze_tools(&options.toolsets, session_mcp.as_deref(), unsettled)?;
         let mut agent = Self::assemble(
             services,
             client,
@@ -338,7 +390,9 @@ impl Agent {
             session.id,
             system_prompt,
             history,
+            late,
         );
+        agent.session_mcp = session_mcp;
         if let Err(e) = agent
             .compressor
             .load_session_state(&store, &agent.session_id)
@@ -359,6 +413,7 @@ impl Agent {
         session_id: String,
         system_prompt: String,
         history: Vec<Message>,
+        late: Option<Arc<dyn crate::tools::deferred::LateTools>>,
     ) -> Self {
         let config = &services.config;
         let approvals = Arc::new(ApprovalGate::for_agent(
@@ -377,7 +432,9 @@ impl Agent {
         let compressor_config =
             compressor::CompressorConfig::from_config(config, &client.provider().model);
         // Many MCP tools in a small window: their schemas wait behind tool_search.
-        let tools = crate::tools::deferred::apply(tools, config, compressor_config.context_length);
+        // MCP servers still connecting at freeze time: reached through tool_search too.
+        let tools =
+            crate::tools::deferred::apply(tools, config, compressor_config.context_length, late);
         let tool_schemas = tools.schemas();
         let compressor = ContextCompressor::new(compressor_config);
         Agent {
@@ -402,6 +459,7 @@ impl Agent {
             compressor,
             role: AgentRole::Primary,
             depth: 0,
+            session_mcp: None,
         }
     }
 

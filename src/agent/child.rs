@@ -530,6 +530,7 @@ async fn build_child(
         session_id.clone(),
         system_prompt,
         history,
+        None,
     );
     agent.tool_schemas = schemas;
     agent.role = spec.role;

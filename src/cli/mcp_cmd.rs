@@ -315,7 +315,7 @@ fn read_config(config: &Config) -> Result<String, CliError> {
 }
 
 /// `/reload-mcp`: reads config.yaml again, restarts every MCP supervisor from its
-/// `mcp_servers:`, waits for them as a new session would, and says where each stands. The
+/// `mcp_servers:`, waits at most `mcp_discovery_timeout` to say where each stands. The
 /// running session keeps the tools it started with (its request prefix stays byte-identical);
 /// the next session (`/new`) gets the new set.
 pub fn reload(runtime: &tokio::runtime::Runtime, services: &crate::agent::Services) -> String {

@@ -6,6 +6,13 @@
 //! assembled), so the tools array, and with it the request prefix, stays byte-identical when a
 //! deferred tool is used. `tool_call` runs the deferred tool itself; its result goes through the
 //! registry (redaction, size cap) as the bridge's own result.
+//!
+//! Late tools: start-up never waits for an MCP server hermes has not seen before, so a server
+//! still connecting when a session freezes its tools array is not in it. Such a session gets the
+//! three bridge tools too (whatever the threshold says), and they also reach the tools of those
+//! servers (`LateTools`): `tool_search` and `tool_call` wait for a server still connecting at
+//! most its bound (`mcp_discovery_timeout`), and say which servers are still missing. The array
+//! stays byte-identical; the next session sends the late tools directly.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -25,6 +32,18 @@ const MAX_LIMIT: usize = 20;
 const CHARS_PER_TOKEN: f64 = 4.0;
 /// The toolset the bridge tools report.
 pub const TOOLSET: &str = "tool_search";
+
+/// Tools that may arrive after a session froze its array (MCP servers still connecting then).
+#[async_trait::async_trait]
+pub trait LateTools: Send + Sync {
+    /// One line per source still missing ("the MCP server `x` is still connecting"); empty
+    /// once every source arrived.
+    fn missing(&self) -> Vec<String>;
+    /// Waits for sources still connecting, at most the source's own bound.
+    async fn settle(&self);
+    /// The tools that arrived so far.
+    fn arrived(&self) -> Vec<Arc<dyn Tool>>;
+}
 
 /// `tools.tool_search` as configured.
 #[derive(Debug, Clone, PartialEq)]
@@ -89,36 +108,50 @@ pub fn schema_tokens<'a>(schemas: impl IntoIterator<Item = &'a ToolSchema>) -> u
 }
 
 /// The session's tools with the deferrable ones moved behind the three bridge tools, when
-/// `config` and the window say so; else `tools` unchanged.
-pub fn apply(mut tools: ToolRegistry, config: &Config, context_length: u64) -> ToolRegistry {
+/// `config` and the window say so; else `tools` unchanged. With `late` (servers still
+/// connecting at freeze time) the bridge tools are added even below the threshold, to reach
+/// the late tools; `tools.tool_search: off` turns both off.
+pub fn apply(
+    mut tools: ToolRegistry,
+    config: &Config,
+    context_length: u64,
+    late: Option<Arc<dyn LateTools>>,
+) -> ToolRegistry {
     let settings = ToolSearchConfig::from_config(config);
     if settings.mode == Mode::Off {
         return tools;
     }
-    let deferrable: BTreeMap<String, Arc<dyn Tool>> = tools
+    let mut deferrable: BTreeMap<String, Arc<dyn Tool>> = tools
         .names()
         .into_iter()
         .filter_map(|n| tools.get(n).map(|t| (n.to_string(), t.clone())))
         .filter(|(_, t)| is_deferrable(t.as_ref()))
         .collect();
-    if deferrable.is_empty() {
-        return tools;
-    }
     let schemas: Vec<ToolSchema> = deferrable.values().map(|t| t.schema()).collect();
     let tokens = schema_tokens(&schemas);
     let limit = context_length as f64 * settings.threshold_pct / 100.0;
-    if settings.mode == Mode::Auto && (tokens as f64) <= limit {
-        return tools;
+    let over = !deferrable.is_empty() && (settings.mode == Mode::On || (tokens as f64) > limit);
+    if !over {
+        if late.is_none() {
+            return tools;
+        }
+        // Only the late tools go through the bridge; the rest stay in the array.
+        deferrable.clear();
     }
     tracing::info!(
         deferred = deferrable.len(),
         tokens,
         context_length,
+        late = late.is_some(),
         "tool schemas deferred behind tool_search"
     );
     tools.retain(|name| !deferrable.contains_key(name));
+    let direct: std::collections::BTreeSet<String> =
+        tools.names().into_iter().map(str::to_string).collect();
     let set = Arc::new(Deferred {
         tools: deferrable,
+        late,
+        direct,
         default_limit: settings.default_limit,
         max_limit: settings.max_limit,
     });
@@ -134,9 +167,12 @@ pub fn apply(mut tools: ToolRegistry, config: &Config, context_length: u64) -> T
     tools
 }
 
-/// The tools a session deferred.
+/// The tools a session deferred, and those that may still arrive.
 struct Deferred {
     tools: BTreeMap<String, Arc<dyn Tool>>,
+    late: Option<Arc<dyn LateTools>>,
+    /// The session's array (a late tool of the same name is not offered twice).
+    direct: std::collections::BTreeSet<String>,
     default_limit: usize,
     max_limit: usize,
 }
@@ -149,12 +185,34 @@ fn words(text: &str) -> Vec<String> {
 }
 
 impl Deferred {
+    /// The deferred tools and the late ones arrived so far, by name.
+    fn candidates(&self) -> BTreeMap<String, Arc<dyn Tool>> {
+        let mut all = self.tools.clone();
+        for tool in self.late.iter().flat_map(|l| l.arrived()) {
+            if !self.direct.contains(tool.name()) {
+                all.entry(tool.name().to_string()).or_insert(tool);
+            }
+        }
+        all
+    }
+
+    /// Waits (bounded) for late sources still connecting; what is still missing after.
+    async fn settle(&self) -> Vec<String> {
+        match &self.late {
+            Some(late) => {
+                late.settle().await;
+                late.missing()
+            }
+            None => Vec::new(),
+        }
+    }
+
     /// The best matches for `query`: a term in the name counts 3, in the description 1 (per
     /// distinct term, so a long description does not win by repetition).
-    fn search(&self, query: &str, limit: usize) -> Vec<(&str, &Arc<dyn Tool>)> {
+    fn search(&self, query: &str, limit: usize) -> Vec<(String, Arc<dyn Tool>)> {
         let terms: Vec<String> = words(query);
-        let mut scored: Vec<(usize, &str, &Arc<dyn Tool>)> = self
-            .tools
+        let candidates = self.candidates();
+        let mut scored: Vec<(usize, &str, &Arc<dyn Tool>)> = candidates
             .iter()
             .filter_map(|(name, tool)| {
                 let name_words = words(name);
@@ -178,16 +236,25 @@ impl Deferred {
         scored
             .into_iter()
             .take(limit)
-            .map(|(_, n, t)| (n, t))
+            .map(|(_, n, t)| (n.to_string(), t.clone()))
             .collect()
     }
 
-    fn find(&self, name: &str) -> Result<&Arc<dyn Tool>, ToolError> {
-        self.tools.get(name).ok_or_else(|| {
-            ToolError::Respond(format!(
-                "no deferred tool is named `{name}`; find the exact name with tool_search"
-            ))
-        })
+    /// A deferred or late tool by its exact name; waits for late sources when it is not there.
+    async fn find(&self, name: &str) -> Result<Arc<dyn Tool>, ToolError> {
+        if let Some(tool) = self.tools.get(name) {
+            return Ok(tool.clone());
+        }
+        let missing = self.settle().await;
+        if let Some(tool) = self.candidates().remove(name) {
+            return Ok(tool);
+        }
+        let mut message =
+            format!("no deferred tool is named `{name}`; find the exact name with tool_search");
+        if !missing.is_empty() {
+            message.push_str(&format!(" ({})", missing.join("; ")));
+        }
+        Err(ToolError::Respond(message))
     }
 }
 
@@ -228,10 +295,16 @@ impl Tool for BridgeTool {
 
     fn schema(&self) -> ToolSchema {
         let n = self.set.tools.len();
+        // Fixed at freeze time: the array stays byte-identical however many tools arrive late.
+        let among = if n > 0 {
+            format!("among {n} more tools (from MCP servers) that are not listed here")
+        } else {
+            "among the tools of MCP servers that were still connecting when this session started (not listed here)".to_string()
+        };
         let (description, parameters) = match self.kind {
             Bridge::Search => (
                 format!(
-                    "Find tools by keywords among {n} more tools (from MCP servers) that are not listed here. Returns names and descriptions; then tool_describe for the arguments and tool_call to run one."
+                    "Find tools by keywords {among}. Returns names and descriptions; then tool_describe for the arguments and tool_call to run one."
                 ),
                 json!({"type": "object", "properties": {
                     "query": {"type": "string", "description": "Keywords for the capability you need (e.g. 'create github issue')."},
@@ -279,6 +352,7 @@ impl Tool for BridgeTool {
                     .and_then(Value::as_u64)
                     .map_or(self.set.default_limit, |l| l as usize)
                     .clamp(1, self.set.max_limit);
+                let missing = self.set.settle().await;
                 let hits: Vec<Value> = self
                     .set
                     .search(&query, limit)
@@ -300,11 +374,16 @@ impl Tool for BridgeTool {
                 } else {
                     "Use tool_describe(name) for a tool's arguments, then tool_call(name, arguments)."
                 };
-                Ok(json!({"results": hits, "note": note}).to_string())
+                let mut out = json!({"results": hits, "note": note});
+                if !missing.is_empty() {
+                    // The model reads why a tool it expects is not found yet.
+                    out["still_missing"] = json!(missing);
+                }
+                Ok(out.to_string())
             }
             Bridge::Describe => {
                 let name = string_arg(&args, "name")?;
-                let schema = self.set.find(&name)?.schema();
+                let schema = self.set.find(&name).await?.schema();
                 Ok(json!({
                     "name": schema.name,
                     "description": schema.description,
@@ -314,7 +393,7 @@ impl Tool for BridgeTool {
             }
             Bridge::Call => {
                 let name = string_arg(&args, "name")?;
-                let tool = self.set.find(&name)?;
+                let tool = self.set.find(&name).await?;
                 let inner = match args.get("arguments") {
                     None | Some(Value::Null) => "{}".to_string(),
                     Some(Value::String(s)) => s.clone(),
@@ -368,23 +447,83 @@ mod tests {
     #[test]
     fn defers_past_the_threshold_only() {
         let cfg = config("");
-        let small = apply(registry(3), &cfg, 128_000);
+        let small = apply(registry(3), &cfg, 128_000, None);
         assert!(small.get("tool_search").is_none());
         assert_eq!(small.names().len(), 3);
-        let big = apply(registry(300), &cfg, 32_000);
+        let big = apply(registry(300), &cfg, 32_000, None);
         assert_eq!(big.names(), ["tool_call", "tool_describe", "tool_search"]);
         let off = apply(
             registry(300),
             &config("tools:\n  tool_search:\n    enabled: off\n"),
             32_000,
+            None,
         );
         assert_eq!(off.names().len(), 300);
         let on = apply(
             registry(1),
             &config("tools:\n  tool_search: true\n"),
             1_000_000,
+            None,
         );
         assert!(on.get("tool_call").is_some());
+    }
+
+    /// A late source whose tools arrive when the test says so.
+    struct Late(std::sync::Mutex<Vec<Arc<dyn Tool>>>);
+    #[async_trait::async_trait]
+    impl LateTools for Late {
+        fn missing(&self) -> Vec<String> {
+            if self.0.lock().unwrap().is_empty() {
+                vec!["the MCP server `s` is still connecting".into()]
+            } else {
+                Vec::new()
+            }
+        }
+        async fn settle(&self) {}
+        fn arrived(&self) -> Vec<Arc<dyn Tool>> {
+            self.0.lock().unwrap().clone()
+        }
+    }
+
+    #[tokio::test]
+    async fn late_tools_are_reached_through_the_bridge_and_the_array_stays_put() {
+        let late = Arc::new(Late(Default::default()));
+        // Below the threshold: the direct tools stay, the bridge is added for the late ones.
+        let tools = apply(registry(2), &config(""), 128_000, Some(late.clone()));
+        assert!(tools.get("mcp__s__widget_000").is_some());
+        let search = tools.get("tool_search").unwrap().clone();
+        let schema = format!("{:?}", tools.schemas());
+        let env = crate::tools::test_support::env();
+        let ctx = env.ctx.clone();
+        let before = search.call(r#"{"query":"gadget"}"#, &ctx).await.unwrap();
+        assert!(before.contains("still connecting"), "{before}");
+        late.0.lock().unwrap().push(Arc::new(DynamicTool::new(
+            "mcp__s__gadget",
+            "mcp-s",
+            "A gadget.",
+            json!({"type": "object"}),
+            Arc::new(Echo),
+        )));
+        let after = search.call(r#"{"query":"gadget"}"#, &ctx).await.unwrap();
+        assert!(
+            after.contains("mcp__s__gadget") && !after.contains("still_missing"),
+            "{after}"
+        );
+        let call = tools.get("tool_call").unwrap();
+        let out = call
+            .call(r#"{"name":"mcp__s__gadget","arguments":{"x":1}}"#, &ctx)
+            .await
+            .unwrap();
+        assert_eq!(out, r#"{"x":1}"#);
+        assert_eq!(format!("{:?}", tools.schemas()), schema);
+        // `off` turns the bridge off, late tools too.
+        let off = apply(
+            registry(2),
+            &config("tools:\n  tool_search: false\n"),
+            128_000,
+            Some(late),
+        );
+        assert!(off.get("tool_search").is_none());
     }
 
     #[test]
@@ -396,12 +535,14 @@ mod tests {
                 .into_iter()
                 .map(|n| (n.to_string(), r.get(n).unwrap().clone()))
                 .collect(),
+            late: None,
+            direct: Default::default(),
             default_limit: 5,
             max_limit: 20,
         };
         let hits = set.search("widget 007", 3);
         assert_eq!(hits[0].0, "mcp__s__widget_007");
         assert!(set.search("zebra", 3).is_empty());
-        assert!(set.find("nope").is_err());
+        assert!(futures::executor::block_on(set.find("nope")).is_err());
     }
 }

@@ -1,14 +1,14 @@
 //! The MCP client end to end: the real `hermes` binary spawns the stdio test server (or reaches
 //! the Streamable HTTP one), offers its tools as `mcp__<server>__<tool>`, calls them for the
 //! scripted mock LLM and feeds the results back as untrusted data; timeouts, a server dying and
-//! coming back, filters, headers and a server that never answers.
+//! coming back, filters, headers, a server that never answers and one that answers late.
 
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::harness::{TestEnv, stderr, stdout};
-use crate::support::mcp_servers::stdio_entry;
+use crate::support::harness::{stderr, stdout};
+use crate::support::mcp_servers::McpHome;
 use crate::support::mock_llm::{MockLlm, Reply};
 
 /// The names in a request's tools array.
@@ -43,11 +43,9 @@ pub(crate) fn result_in(request: &Value, call_id: &str) -> String {
 
 #[test]
 fn stdio_tools_are_offered_called_and_wrapped_as_untrusted() {
-    let env = TestEnv::new();
-    env.config(&format!(
-        "mcp_servers:\n  t:\n{}",
-        stdio_entry("    tools:\n      exclude: [die]\n")
-    ));
+    let env = McpHome::new()
+        .stdio("t", "    tools:\n      exclude: [die]\n")
+        .warm();
     let mock = MockLlm::with_script([
         Reply::tool_call("c1", "mcp__t__echo", json!({"text": "hi there"})),
         Reply::tool_call("c2", "mcp__t__hostile", json!({})),
@@ -58,12 +56,7 @@ fn stdio_tools_are_offered_called_and_wrapped_as_untrusted() {
         ),
         Reply::text("done"),
     ]);
-    let out = env
-        .cmd(&mock.base_url())
-        .args(["-z", "use the tools"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = env.ask(&mock, "use the tools");
     assert_eq!(stdout(&out), "done\n");
     assert!(!stderr(&out).contains("not supported"), "{}", stderr(&out));
     let names = tool_names(&mock.requests()[0]);
@@ -96,11 +89,7 @@ fn stdio_tools_are_offered_called_and_wrapped_as_untrusted() {
 
 #[test]
 fn timeout_keeps_the_connection_and_a_dead_server_comes_back() {
-    let env = TestEnv::new();
-    env.config(&format!(
-        "mcp_servers:\n  t:\n{}",
-        stdio_entry("    timeout: 1\n")
-    ));
+    let env = McpHome::new().stdio("t", "    timeout: 1\n").warm();
     let mock = MockLlm::with_script([
         Reply::tool_call("c1", "mcp__t__pid", json!({})),
         Reply::tool_call("c2", "mcp__t__sleep", json!({"ms": 4000})),
@@ -114,12 +103,7 @@ fn timeout_keeps_the_connection_and_a_dead_server_comes_back() {
         Reply::text("done"),
     ]);
     let started = Instant::now();
-    let out = env
-        .cmd(&mock.base_url())
-        .args(["-z", "go"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    env.ask(&mock, "go");
     let pid1 = result_of(&mock, 1, "c1");
     let timed_out = result_of(&mock, 2, "c2");
     assert!(
@@ -150,26 +134,22 @@ fn timeout_keeps_the_connection_and_a_dead_server_comes_back() {
 #[test]
 fn streamable_http_with_headers_from_env() {
     let server = crate::support::mcp_http::start();
-    let env = TestEnv::new();
+    let env = McpHome::new().url(
+        "web",
+        &format!("http://{}/mcp", server.addr()),
+        "    headers:\n      Authorization: Bearer ${MCP_WEB_TOKEN}\n    tools:\n      include: [add]\n",
+    );
     std::fs::write(
         env.home_path().join(".env"),
         format!("MCP_WEB_TOKEN={}\n", crate::support::mcp_http::TOKEN),
     )
     .unwrap();
-    env.config(&format!(
-        "mcp_servers:\n  web:\n    url: http://{}/mcp\n    headers:\n      Authorization: Bearer ${{MCP_WEB_TOKEN}}\n    tools:\n      include: [add]\n",
-        server.addr()
-    ));
+    let env = env.warm();
     let mock = MockLlm::with_script([
         Reply::tool_call("c1", "mcp__web__add", json!({"a": 2, "b": 40})),
         Reply::text("42"),
     ]);
-    let out = env
-        .cmd(&mock.base_url())
-        .args(["-z", "add"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    env.ask(&mock, "add");
     let names = tool_names(&mock.requests()[0]);
     let mcp: Vec<&String> = names
         .iter()
@@ -205,25 +185,25 @@ fn streamable_http_with_headers_from_env() {
 }
 
 #[test]
-fn a_server_that_never_answers_delays_the_first_request_at_most_the_discovery_timeout() {
-    let env = TestEnv::new();
-    env.config(&format!(
-        "mcp_discovery_timeout: 0.3\nmcp_servers:\n  hang:\n{}  t:\n{}",
-        stdio_entry("    connect_timeout: 1\n    env:\n      MCP_TEST_HANG: '1'\n"),
-        stdio_entry("")
-    ));
+fn a_server_that_never_answers_holds_nothing_up() {
+    let env = McpHome::new()
+        .top("mcp_discovery_timeout: 0.3")
+        .stdio(
+            "hang",
+            "    connect_timeout: 1\n    env:\n      MCP_TEST_HANG: '1'\n",
+        )
+        .stdio("t", "")
+        .write()
+        .warm_only(&["t"]);
     let mock = MockLlm::with_script([Reply::text("fine")]);
     let started = Instant::now();
-    let out = env
-        .cmd(&mock.base_url())
-        .args(["-z", "hi"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = env.ask(&mock, "hi");
     assert_eq!(stdout(&out), "fine\n");
-    // The answering server's tools are there; the silent one has none and held nothing up.
+    // The known server's tools are there; the silent one has none, held nothing up, and is
+    // reachable later in the session through tool_search.
     let names = tool_names(&mock.requests()[0]);
     assert!(names.iter().any(|n| n == "mcp__t__echo"), "{names:?}");
+    assert!(names.iter().any(|n| n == "tool_search"), "{names:?}");
     assert!(
         !names.iter().any(|n| n.starts_with("mcp__hang__")),
         "{names:?}"
@@ -241,19 +221,113 @@ fn a_server_that_never_answers_delays_the_first_request_at_most_the_discovery_ti
 }
 
 #[test]
+fn a_never_seen_slow_server_is_found_late_in_the_session_and_sent_directly_next_time() {
+    let go = tempfile::tempdir().unwrap();
+    let go_file = go.path().join("go");
+    let env = McpHome::new()
+        .top("mcp_discovery_timeout: 20")
+        .stdio(
+            "slow",
+            &format!(
+                "    env:\n      MCP_TEST_WAIT_FILE: {}\n",
+                go_file.display()
+            ),
+        )
+        .write();
+    let mock = MockLlm::with_script([
+        Reply::tool_call("c1", "tool_search", json!({"query": "echo"})),
+        Reply::tool_call(
+            "c2",
+            "tool_call",
+            json!({"name": "mcp__slow__echo", "arguments": {"text": "late"}}),
+        ),
+        Reply::text("done"),
+    ]);
+    // The server answers only once hermes's first model request went out.
+    let out = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while mock.request_count() == 0 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            // A moment more, so the slow server answers while tool_search waits for it.
+            std::thread::sleep(Duration::from_millis(300));
+            std::fs::write(&go_file, "go").unwrap();
+        });
+        env.ask(&mock, "echo something")
+    });
+    assert_eq!(stdout(&out), "done\n");
+    let requests = mock.requests();
+    let first = tool_names(&requests[0]);
+    assert!(first.iter().any(|n| n == "tool_search"), "{first:?}");
+    assert!(first.iter().any(|n| n == "tool_call"), "{first:?}");
+    assert!(
+        !first.iter().any(|n| n.starts_with("mcp__slow__")),
+        "{first:?}"
+    );
+    let found = result_in(&requests[1], "c1");
+    assert!(found.contains("mcp__slow__echo"), "{found}");
+    let echoed = result_in(&requests[2], "c2");
+    assert!(echoed.contains("echo: late"), "{echoed}");
+    // The tools array never changed within the session.
+    for r in &requests[1..] {
+        assert_eq!(r["tools"], requests[0]["tools"]);
+    }
+
+    // The next session (a new process) sends its tools directly, without the bridge.
+    let mock = MockLlm::with_script([
+        Reply::tool_call("c1", "mcp__slow__echo", json!({"text": "direct"})),
+        Reply::text("done"),
+    ]);
+    env.ask(&mock, "again");
+    let names = tool_names(&mock.requests()[0]);
+    assert!(names.iter().any(|n| n == "mcp__slow__echo"), "{names:?}");
+    assert!(!names.iter().any(|n| n == "tool_search"), "{names:?}");
+    let echoed = result_of(&mock, 1, "c1");
+    assert!(echoed.contains("echo: direct"), "{echoed}");
+}
+
+#[test]
+fn a_server_still_connecting_is_named_by_tool_search() {
+    let env = McpHome::new()
+        .top("mcp_discovery_timeout: 0.2")
+        .stdio(
+            "hang",
+            "    connect_timeout: 30\n    env:\n      MCP_TEST_HANG: '1'\n",
+        )
+        .write();
+    let mock = MockLlm::with_script([
+        Reply::tool_call("c1", "tool_search", json!({"query": "echo"})),
+        Reply::tool_call(
+            "c2",
+            "tool_call",
+            json!({"name": "mcp__hang__echo", "arguments": {}}),
+        ),
+        Reply::text("done"),
+    ]);
+    env.ask(&mock, "hi");
+    let found = result_of(&mock, 1, "c1");
+    assert!(
+        found.contains("the MCP server `hang` is still connecting"),
+        "{found}"
+    );
+    let called = result_of(&mock, 2, "c2");
+    assert!(
+        called.contains("no deferred tool is named") && called.contains("still connecting"),
+        "{called}"
+    );
+}
+
+#[test]
 fn a_known_server_is_offered_at_once_and_its_first_call_waits_for_the_connection() {
-    let env = TestEnv::new();
     // No waiting at all for servers still connecting.
-    env.config(&format!(
-        "mcp_discovery_timeout: 0\nmcp_servers:\n  t:\n{}",
-        stdio_entry("")
-    ));
+    let env = McpHome::new()
+        .top("mcp_discovery_timeout: 0")
+        .stdio("t", "")
+        .write();
     // First run: the server is discovered (and its list saved) while the session runs.
     let mock = MockLlm::with_script([Reply::text("first").delay(Duration::from_millis(500))]);
-    env.cmd(&mock.base_url())
-        .args(["-z", "hi"])
-        .assert()
-        .success();
+    env.ask(&mock, "hi");
     assert!(env.home_path().join("cache/mcp/t.json").exists());
     // Second run: its tools are in the first request without waiting, and a call made at once
     // waits for the connection instead of failing.
@@ -261,12 +335,7 @@ fn a_known_server_is_offered_at_once_and_its_first_call_waits_for_the_connection
         Reply::tool_call("c1", "mcp__t__echo", json!({"text": "early"})),
         Reply::text("done"),
     ]);
-    let out = env
-        .cmd(&mock.base_url())
-        .args(["-z", "hi"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    env.ask(&mock, "hi");
     let names = tool_names(&mock.requests()[0]);
     assert!(names.iter().any(|n| n == "mcp__t__echo"), "{names:?}");
     let echo = result_of(&mock, 1, "c1");
@@ -276,8 +345,7 @@ fn a_known_server_is_offered_at_once_and_its_first_call_waits_for_the_connection
 #[test]
 fn reload_mcp_in_the_repl_reconnects_and_the_next_session_gets_the_new_tools() {
     use std::io::Write;
-    let env = TestEnv::new();
-    env.config(&format!("mcp_servers:\n  t:\n{}", stdio_entry("")));
+    let mut env = McpHome::new().stdio("t", "").write();
     let mock = MockLlm::with_script([Reply::text("after reload")]);
     let mut child = env.spawnable(&mock.base_url(), &[]);
     let mut child = child.stdin(std::process::Stdio::piped()).spawn().unwrap();
@@ -286,11 +354,7 @@ fn reload_mcp_in_the_repl_reconnects_and_the_next_session_gets_the_new_tools() {
     while !env.home_path().join("cache/mcp/t.json").exists() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    env.config(&format!(
-        "mcp_servers:\n  t:\n{}  u:\n{}",
-        stdio_entry(""),
-        stdio_entry("")
-    ));
+    env.replace("u", "");
     child
         .stdin
         .take()
@@ -309,32 +373,23 @@ fn reload_mcp_in_the_repl_reconnects_and_the_next_session_gets_the_new_tools() {
 
 #[test]
 fn a_known_server_that_is_down_keeps_its_tools_listed_and_says_why() {
-    let env = TestEnv::new();
-    let config = |extra: &str| {
-        format!(
-            "mcp_servers:\n  t:\n{}",
-            stdio_entry(&format!("    connect_timeout: 1\n{extra}"))
+    let mut env = McpHome::new()
+        .stdio(
+            "t",
+            "    connect_timeout: 1\n    env:\n      MCP_TEST_HANG: '0'\n",
         )
-    };
-    env.config(&config("    env:\n      MCP_TEST_HANG: '0'\n"));
-    let mock = MockLlm::with_script([Reply::text("first")]);
-    env.cmd(&mock.base_url())
-        .args(["-z", "hi"])
-        .assert()
-        .success();
+        .warm();
     // Same server (same command, same variable names), but now it never answers.
-    env.config(&config("    env:\n      MCP_TEST_HANG: '1'\n"));
+    env.replace(
+        "t",
+        "    connect_timeout: 1\n    env:\n      MCP_TEST_HANG: '1'\n",
+    );
     let mock = MockLlm::with_script([
         Reply::tool_call("c1", "mcp__t__echo", json!({"text": "x"})),
         Reply::text("done"),
     ]);
     let started = Instant::now();
-    let out = env
-        .cmd(&mock.base_url())
-        .args(["-z", "hi"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    env.ask(&mock, "hi");
     let names = tool_names(&mock.requests()[0]);
     assert!(names.iter().any(|n| n == "mcp__t__echo"), "{names:?}");
     let why = result_of(&mock, 1, "c1");

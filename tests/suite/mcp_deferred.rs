@@ -6,17 +6,17 @@
 use serde_json::{Value, json};
 
 use super::mcp_client::{result_in as result_of, tool_names};
-use crate::support::harness::{TestEnv, stderr, stdout};
-use crate::support::mcp_servers::stdio_entry;
+use crate::support::harness::stdout;
+use crate::support::mcp_servers::McpHome;
 use crate::support::mock_llm::{MockLlm, Reply};
 
 #[test]
 fn three_hundred_tools_are_found_and_called_through_tool_search() {
-    let env = TestEnv::new();
-    env.config(&format!(
-        "model:\n  context_length: 32000\nmcp_servers:\n  fleet:\n{}",
-        stdio_entry("    env:\n      MCP_TEST_EXTRA_TOOLS: '300'\n")
-    ));
+    // Warm: the tools are deferred because of their size, not because the server is late.
+    let env = McpHome::new()
+        .top("model:\n  context_length: 32000")
+        .stdio("fleet", "    env:\n      MCP_TEST_EXTRA_TOOLS: '300'\n")
+        .warm();
     let mock = MockLlm::with_script([
         Reply::tool_call("c1", "tool_search", json!({"query": "widget 123"})),
         Reply::tool_call(
@@ -36,12 +36,7 @@ fn three_hundred_tools_are_found_and_called_through_tool_search() {
         ),
         Reply::text("started"),
     ]);
-    let out = env
-        .cmd(&mock.base_url())
-        .args(["-z", "start widget 123"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = env.ask(&mock, "start widget 123");
     assert_eq!(stdout(&out), "started\n");
     let requests = mock.requests();
     let names = tool_names(&requests[0]);
@@ -89,18 +84,12 @@ fn three_hundred_tools_are_found_and_called_through_tool_search() {
 
 #[test]
 fn few_tools_are_sent_directly() {
-    let env = TestEnv::new();
-    env.config(&format!(
-        "model:\n  context_length: 32000\nmcp_servers:\n  t:\n{}",
-        stdio_entry("")
-    ));
+    let env = McpHome::new()
+        .top("model:\n  context_length: 32000")
+        .stdio("t", "")
+        .warm();
     let mock = MockLlm::with_script([Reply::text("ok")]);
-    let out = env
-        .cmd(&mock.base_url())
-        .args(["-z", "hi"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    env.ask(&mock, "hi");
     let tools = serde_json::to_string(&mock.requests()[0]["tools"]).unwrap();
     assert!(
         tools.contains("mcp__t__echo") && !tools.contains("tool_search"),

@@ -2,7 +2,8 @@
 //! that the real `hermes` spawns from an `mcp_servers:` entry. An example rather than a hidden
 //! mode of `hermes`: the test server's code never ships in the product binary, and `cargo test`
 //! builds examples. `MCP_TEST_HANG=1` makes a server that never answers; `MCP_TEST_PID_FILE`
-//! gets the process id (tests kill it).
+//! gets the process id (tests kill it); `MCP_TEST_WAIT_FILE=path` makes a slow server that
+//! answers only once that file exists (a test creates it when hermes's first request went out).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -21,6 +22,13 @@ async fn main() {
         // Reads nothing, answers nothing.
         loop {
             tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+        }
+    }
+    if let Ok(path) = std::env::var("MCP_TEST_WAIT_FILE") {
+        // Reads nothing until the test says so (bounded, so a failed test leaves no server).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !std::path::Path::new(&path).exists() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
     }
     if let Ok(secret) = std::env::var("MCP_TEST_REPORT_ENV") {

@@ -35,6 +35,15 @@ pub enum ConnectError {
     Handshake(String),
 }
 
+/// The `capabilities` the server declared in its handshake (`Null` when it sent none).
+pub fn capabilities(conn: &Connection) -> serde_json::Value {
+    conn.peer()
+        .peer_info()
+        .and_then(|info| serde_json::to_value(&*info).ok())
+        .and_then(|v| v.get("capabilities").cloned())
+        .unwrap_or(serde_json::Value::Null)
+}
+
 /// Connects and completes the MCP handshake (no timeout here: the caller bounds it).
 pub async fn connect(
     config: &Config,

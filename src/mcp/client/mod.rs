@@ -1,13 +1,17 @@
 //! The MCP client: one supervisor task per enabled `mcp_servers:` entry (see `supervisor.rs`),
 //! started the first time a session opens (so `hermes mcp add` or `hermes doctor` never spawn
-//! servers). A session waits for servers still connecting for the first time at most
-//! `mcp_discovery_timeout` (Python Hermes's key, 1.5 s by default), and not at all once every
-//! server has answered or failed; a server that never answers therefore delays only the first
-//! session of a process, by that bound. `reload` stops every supervisor, forgets their tools and
-//! starts again from the current config (`/reload-mcp`).
+//! servers). Start-up never waits for a server: a server whose tool list is saved from an earlier
+//! run (`known.rs`) is offered at once, and one never seen before is in a session's tools array
+//! if it answered before the session froze it (the system prompt is built meanwhile); if not, the
+//! session reaches it through `tool_search`/`tool_call` (`late.rs`), and the next session sends
+//! its tools directly. `mcp_discovery_timeout` (Python Hermes's key, 1.5 s by default) bounds how
+//! long one of those bridge calls waits for a server still connecting. `reload` stops every
+//! supervisor, forgets their tools and starts again from the current config (`/reload-mcp`).
+//! `SessionMcp` runs servers one session brings (an editor's, over ACP) beside the process's.
 
 pub mod connect;
 pub mod known;
+pub mod late;
 pub mod names;
 pub mod result;
 pub mod server;
@@ -30,6 +34,8 @@ pub const DEFAULT_DISCOVERY_TIMEOUT: f64 = 1.5;
 
 struct Running {
     servers: BTreeMap<String, Arc<Server>>,
+    /// Where their tools are registered.
+    catalog: Arc<ToolCatalog>,
     shutdown: CancellationToken,
 }
 
@@ -51,7 +57,7 @@ impl McpClients {
         if running.is_some() {
             return;
         }
-        *running = Some(spawn_all(cx));
+        *running = Some(spawn_all(cx, &cx.config.file.mcp_servers));
     }
 
     /// Stops every supervisor, removes their tools from the catalog and starts again from
@@ -64,10 +70,11 @@ impl McpClients {
                 cx.catalog.deregister_toolset(&names::toolset(name));
             }
         }
-        *self.lock() = Some(spawn_all(cx));
+        *self.lock() = Some(spawn_all(cx, &cx.config.file.mcp_servers));
     }
 
-    /// Waits until every enabled server has answered or failed once, at most `limit`.
+    /// Waits until every enabled server has answered or failed once, at most `limit` (`hermes
+    /// mcp list`'s live statuses; sessions never wait).
     pub async fn wait_discovery(&self, limit: Duration) {
         let servers: Vec<Arc<Server>> = match &*self.lock() {
             Some(r) => r.servers.values().cloned().collect(),
@@ -80,6 +87,26 @@ impl McpClients {
             }
             let mut rx = server.status.subscribe();
             let _ = tokio::time::timeout_at(deadline, rx.wait_for(ServerStatus::is_settled)).await;
+        }
+    }
+
+    /// The enabled servers that have not answered with their tools yet (connecting or down),
+    /// with the catalog their tools will be registered in. Taken before a session selects its
+    /// tools, so a server that answers in between is either in the array or late, never lost.
+    pub fn unsettled(&self) -> Vec<(Arc<Server>, Arc<ToolCatalog>)> {
+        match &*self.lock() {
+            Some(r) => r
+                .servers
+                .values()
+                .filter(|s| {
+                    matches!(
+                        s.current_status(),
+                        ServerStatus::Connecting | ServerStatus::Down { .. }
+                    )
+                })
+                .map(|s| (s.clone(), r.catalog.clone()))
+                .collect(),
+            None => Vec::new(),
         }
     }
 
@@ -109,10 +136,10 @@ impl Drop for McpClients {
     }
 }
 
-fn spawn_all(cx: &Context) -> Running {
+fn spawn_all(cx: &Context, entries: &BTreeMap<String, config_mcp::McpServerConfig>) -> Running {
     let shutdown = CancellationToken::new();
     let mut servers = BTreeMap::new();
-    for (name, entry) in &cx.config.file.mcp_servers {
+    for (name, entry) in entries {
         let server = Server::new(name, entry.clone());
         if entry.is_enabled() {
             if let Some(list) = known::load(&cx.config, name, entry) {
@@ -131,7 +158,119 @@ fn spawn_all(cx: &Context) -> Running {
         }
         servers.insert(name.clone(), server);
     }
-    Running { servers, shutdown }
+    Running {
+        servers,
+        catalog: cx.catalog.clone(),
+        shutdown,
+    }
+}
+
+/// MCP servers one session brings beside the process's `mcp_servers:` (an editor's
+/// `mcpServers` in ACP `session/new`): their own supervisors and their own catalog, so their
+/// tools reach only the session that holds this (`Agent::start_with_mcp`). Dropping the last
+/// handle stops them.
+pub struct SessionMcp {
+    clients: McpClients,
+    catalog: Arc<ToolCatalog>,
+}
+
+impl SessionMcp {
+    /// Starts a supervisor per enabled entry (inside the tokio runtime). Their stderr goes to
+    /// `logs/mcp-<name>.log`, and a list seen before is offered at once, as for the process's.
+    pub fn start(
+        config: &Arc<Config>,
+        http: &reqwest::Client,
+        servers: BTreeMap<String, config_mcp::McpServerConfig>,
+    ) -> Arc<Self> {
+        let catalog = Arc::new(ToolCatalog::default());
+        let cx = context(config, &catalog, http);
+        let clients = McpClients::default();
+        *clients.lock() = Some(spawn_all(&cx, &servers));
+        Arc::new(SessionMcp { clients, catalog })
+    }
+
+    /// The servers with their status, in name order.
+    pub fn statuses(&self) -> Vec<(String, ServerStatus)> {
+        self.clients.statuses()
+    }
+
+    /// See `McpClients::unsettled`.
+    pub fn unsettled(&self) -> Vec<(Arc<Server>, Arc<ToolCatalog>)> {
+        self.clients.unsettled()
+    }
+
+    /// Every tool registered so far (the session adds those its toolsets allow).
+    pub fn tools(&self) -> crate::tools::ToolRegistry {
+        self.catalog.snapshot()
+    }
+}
+
+/// A session's tools array, frozen now: the process's tools of `requested` toolsets (every
+/// `mcp-*` toolset registered by now unless `requested` names some), the tools of `extra`'s
+/// servers, and — when servers were still missing (`unsettled`, taken before) — the late
+/// servers for the bridge tools, waited for at most `mcp_discovery_timeout` per call.
+pub fn freeze_tools(
+    config: &Arc<Config>,
+    catalog: &ToolCatalog,
+    extra: Option<&SessionMcp>,
+    requested: &[String],
+    unsettled: Vec<(Arc<Server>, Arc<ToolCatalog>)>,
+) -> Result<
+    (
+        crate::tools::ToolRegistry,
+        Option<Arc<dyn crate::tools::deferred::LateTools>>,
+    ),
+    crate::tools::registry::ToolsetError,
+> {
+    let toolsets = session_toolsets(catalog, requested);
+    let mut tools = catalog.select(config, &toolsets)?;
+    let named_mcp = requested.iter().any(|t| t.starts_with("mcp-"));
+    let wanted = |toolset: &str| !named_mcp || requested.iter().any(|t| t == toolset);
+    if let Some(extra) = extra {
+        let theirs = extra.tools();
+        let sets: Vec<String> = extra
+            .catalog
+            .toolsets_with_prefix("mcp-")
+            .into_iter()
+            .filter(|t| wanted(t))
+            .collect();
+        if let Ok(selected) = theirs.select(config, &sets) {
+            for name in selected.names() {
+                if let Some(tool) = selected.get(name)
+                    && let Err(e) = tools.register(tool.clone())
+                {
+                    tracing::warn!(tool = name, error = %e, "a session MCP tool was not added");
+                }
+            }
+        }
+    }
+    let present: std::collections::BTreeSet<String> = tools
+        .names()
+        .into_iter()
+        .filter_map(|n| tools.get(n).map(|t| t.toolset().to_string()))
+        .collect();
+    let late: Vec<(Arc<Server>, Arc<ToolCatalog>)> = unsettled
+        .into_iter()
+        .filter(|(s, _)| {
+            let set = names::toolset(&s.name);
+            wanted(&set) && !present.contains(&set)
+        })
+        .collect();
+    if late.is_empty() {
+        return Ok((tools, None));
+    }
+    let wait = config
+        .file
+        .mcp_discovery_timeout
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .unwrap_or(DEFAULT_DISCOVERY_TIMEOUT)
+        .min(600.0);
+    tracing::info!(
+        servers = late.len(),
+        "MCP servers still connecting at freeze time: reachable through tool_search"
+    );
+    let late = late::LateServers::new(late, config.clone(), Duration::from_secs_f64(wait));
+    Ok((tools, Some(Arc::new(late))))
 }
 
 /// What `hermes mcp test NAME` reports.
@@ -145,7 +284,8 @@ pub struct TestReport {
     pub server_info: String,
 }
 
-/// Connects to one server once, lists its tools and times both (no supervisor, no catalog).
+/// Connects to one server once, lists its tools and times both (no supervisor, no catalog);
+/// the list is saved (`known.rs`), so the next session offers it at once.
 pub async fn test_server(
     config: &Config,
     name: &str,
@@ -186,6 +326,9 @@ pub async fn test_server(
             )
         })
         .unwrap_or_default();
+    let capabilities = connect::capabilities(&conn);
+    // The next session offers these tools at once instead of finding them late.
+    known::save(config, name, entry, &tools, &capabilities);
     let (kept, dropped): (Vec<_>, Vec<_>) =
         tools.into_iter().partition(|t| entry.allows_tool(&t.name));
     let mut conn = conn;

@@ -125,12 +125,7 @@ async fn connect_and_list(
     *server.peer.write().unwrap_or_else(|p| p.into_inner()) = Some(conn.peer().clone());
     // Available before registering, so no session sees the new tools as down.
     server.availability.set_available();
-    let capabilities = conn
-        .peer()
-        .peer_info()
-        .and_then(|info| serde_json::to_value(&*info).ok())
-        .and_then(|v| v.get("capabilities").cloned())
-        .unwrap_or(Value::Null);
+    let capabilities = connect::capabilities(&conn);
     let count = register(server, &cx.catalog, &tools, &capabilities);
     let (config, name, entry) = (cx.config.clone(), server.name.clone(), server.entry.clone());
     // The next process offers these tools without waiting (known.rs).
