@@ -17,10 +17,10 @@
 //!   (`rank::hermes_rank`) the newest [`RANK_WINDOW`] matches of a query only (hidden rows among
 //!   them are skipped after scoring), without `bm25()`'s full-table count of each phrase (exact
 //!   up to a sample, estimated past it; skipped for a one-phrase query, where it cannot change
-//!   the order). Equal scores go to the newer message. Where a query matches fewer than
-//!   [`RANK_WINDOW`] messages the order is bm25's; past that, an old message that matches well
-//!   is not ranked — the newest window of matches is what a person searching their history
-//!   usually means, and it bounds the work.
+//!   the order). Equal scores keep bm25's order, the older message first. Where a query
+//!   matches fewer than [`RANK_WINDOW`] messages the order is bm25's; past that, an old message
+//!   that matches well is not ranked — the newest window of matches is what a person searching
+//!   their history usually means, and it bounds the work.
 //! - `LIKE` (short CJK terms) scans at most the newest 100,000 messages.
 //!
 //! Searched rows: live ones and those archived by compaction (`active = 1 OR compacted = 1`);
@@ -290,7 +290,7 @@ fn hit(row: &Row<'_>) -> rusqlite::Result<SearchHit> {
 }
 
 /// An FTS5 query on `table`: the newest [`RANK_WINDOW`] matches scored by `hermes_rank`
-/// (bm25 without the full-table IDF walk, see `rank`), then the best visible ones (ties newest
+/// (bm25 without the full-table IDF walk, see `rank`), then the best visible ones (ties oldest
 /// first). Rows are joined to `messages`/`sessions` in score order only until `limit` visible
 /// ones are found, so a large window costs one index walk, not one join per match.
 fn fts_search(
@@ -302,7 +302,10 @@ fn fts_search(
     snippets: bool,
 ) -> rusqlite::Result<Vec<SearchHit>> {
     let result = ranked_window(conn, table, expr).and_then(|mut ranked| {
-        // Stable: equal scores keep the window's newest-first order.
+        // Equal scores: the older message first, as FTS5's own bm25 ordering (and so Python
+        // Hermes) gives them; a recall window that follows the hit then shows the question
+        // and its answer rather than the answer alone.
+        ranked.reverse();
         ranked.sort_by(|a, b| a.1.total_cmp(&b.1));
         let mut hits = visible_hits(conn, &ranked, limit, extra)?;
         if snippets {
