@@ -127,20 +127,46 @@ fn cli_search(db: &Path, n: usize) {
         );
         out.stdout
     };
-    println!("hermes sessions search, whole process over {n} messages ({CLI_RUNS} runs each):");
+    println!(
+        "hermes sessions search, whole process over {n} messages ({CLI_RUNS} runs each; CPU = \
+         the child's user + system time, which other processes on the machine inflate far less \
+         than wall time):"
+    );
     for (label, query) in &cases {
         let first = run(query); // warm the page cache
         let mut times = Vec::new();
+        let mut cpu = Vec::new();
         for _ in 0..CLI_RUNS {
+            let c = children_cpu();
             let t = Instant::now();
             std::hint::black_box(run(query));
             times.push(t.elapsed());
+            cpu.push(children_cpu().saturating_sub(c));
         }
         let found = String::from_utf8_lossy(&first)
             .matches("→ hermes sessions show")
             .count();
         report(&format!("{label} ({found} shown)"), times);
+        cpu.sort();
+        println!(
+            "  {:<36} CPU min {:>9.2?}   median {:>9.2?}",
+            "",
+            cpu[0],
+            cpu[cpu.len() / 2]
+        );
     }
+}
+
+/// User + system time of all waited-for children so far.
+fn children_cpu() -> Duration {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes a whole `rusage` into the pointer it is given.
+    let usage = unsafe {
+        libc::getrusage(libc::RUSAGE_CHILDREN, usage.as_mut_ptr());
+        usage.assume_init()
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1_000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
 /// Word `rank` of the generated vocabulary (low ranks are frequent).

@@ -26,6 +26,7 @@ mod python_keys;
 pub mod security;
 pub mod skills;
 pub mod terminal;
+pub mod tools;
 pub mod yaml_edit;
 
 pub use home::HermesHome;

@@ -144,11 +144,8 @@ pub fn send(
 
 #[derive(Debug, Subcommand)]
 pub enum PairingCommand {
-    /// Codes waiting for approval and users already paired.
-    List {
-        #[arg(default_value = "telegram")]
-        platform: String,
-    },
+    /// Codes waiting for approval and users already paired (every platform unless one is named).
+    List { platform: Option<String> },
     /// Let the user who got CODE talk to the bot.
     Approve { platform: String, code: String },
     /// Remove a paired user.
@@ -162,15 +159,24 @@ pub fn pairing(config: &Config, action: PairingCommand) -> Result<u8, CliError> 
     store.gateway_init()?;
     match action {
         PairingCommand::List { platform } => {
-            let pending = store.pairing_pending(&platform)?;
-            let approved = store.pairing_approved(&platform)?;
-            println!("pending codes ({platform}): {}", pending.len());
-            for (code, user, name, _) in pending {
-                println!("  {code}  user {user} {}", name.unwrap_or_default());
+            let platforms = match platform {
+                Some(p) => vec![p],
+                None => store.pairing_platforms()?,
+            };
+            if platforms.is_empty() {
+                println!("no pending pairing codes and no paired users on any platform");
             }
-            println!("paired users ({platform}): {}", approved.len());
-            for (user, name) in approved {
-                println!("  {user} {}", name.unwrap_or_default());
+            for platform in platforms {
+                let pending = store.pairing_pending(&platform)?;
+                let approved = store.pairing_approved(&platform)?;
+                println!("pending codes ({platform}): {}", pending.len());
+                for (code, user, name, _) in pending {
+                    println!("  {code}  user {user} {}", name.unwrap_or_default());
+                }
+                println!("paired users ({platform}): {}", approved.len());
+                for (user, name) in approved {
+                    println!("  {user} {}", name.unwrap_or_default());
+                }
             }
             Ok(exit::OK)
         }

@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::{
     ToolsetDef, auxiliary, budget, checkpoints, delegation, gateway, mcp, memory, security,
 };
-use super::{custom_providers, providers, skills, terminal};
+use super::{custom_providers, providers, skills, terminal, tools};
 
 /// The whole document. Opaque (`Value`) fields are sections read elsewhere that are not typed
 /// yet; their keys are not checked here.
@@ -82,8 +82,9 @@ pub struct ConfigFile {
     /// `budget:` (ours): prices and spend caps (`agent/spend.rs`).
     #[serde(deserialize_with = "or_default")]
     pub budget: budget::BudgetFile,
-    /// `tools.tool_search`, read through `Config::raw` by `tools/deferred.rs`.
-    pub tools: Option<Value>,
+    /// `tools.tool_search`, applied by `tools/deferred.rs`.
+    #[serde(deserialize_with = "or_default")]
+    pub tools: tools::ToolsFile,
     /// The provider paths (`providers.rs`, `custom_providers.rs`).
     #[serde(deserialize_with = "or_default")]
     pub providers: providers::Providers,
@@ -228,6 +229,8 @@ pub(super) fn our_fields(parent: &str) -> &'static [&'static str] {
             f::<LoopThresholdsFile>()
         }
         "prompt_caching" => f::<PromptCachingFile>(),
+        "tools" => f::<tools::ToolsFile>(),
+        "tools.tool_search" => f::<tools::ToolSearchFile>(),
         "budget" => f::<budget::BudgetFile>(),
         p if p.starts_with("budget.prices.") => f::<budget::PriceFile>(),
         p if p.starts_with("auxiliary.") => f::<auxiliary::AuxTask>(),

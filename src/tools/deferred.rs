@@ -63,53 +63,30 @@ pub enum Mode {
 }
 
 impl ToolSearchConfig {
-    /// Read leniently, as Python Hermes does: `tools.tool_search: true|false` or a mapping
-    /// (`enabled: auto|on|off|true|false`, `threshold_pct`, `search_default_limit`,
-    /// `max_search_limit`); a value it cannot read falls back to the default.
+    /// From the typed `tools.tool_search` section (`config/tools.rs`: `true|false|auto` or a
+    /// mapping of `enabled`, `threshold_pct`, `search_default_limit`, `max_search_limit`),
+    /// limits clamped to what the bridge tools serve.
     pub fn from_config(config: &Config) -> Self {
-        let raw = config.raw.get("tools").and_then(|t| t.get("tool_search"));
+        use crate::config::tools::Toggle;
+        let file = &config.file.tools.tool_search;
         let mut out = ToolSearchConfig {
-            mode: Mode::Auto,
+            mode: match file.enabled {
+                None | Some(Toggle::Auto) => Mode::Auto,
+                Some(Toggle::On) => Mode::On,
+                Some(Toggle::Off) => Mode::Off,
+            },
             threshold_pct: DEFAULT_THRESHOLD_PCT,
             default_limit: DEFAULT_LIMIT,
             max_limit: MAX_LIMIT,
         };
-        let mode = |v: &Value| match v {
-            Value::Bool(true) => Some(Mode::On),
-            Value::Bool(false) => Some(Mode::Off),
-            Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
-                "auto" => Some(Mode::Auto),
-                "on" | "true" | "yes" => Some(Mode::On),
-                "off" | "false" | "no" => Some(Mode::Off),
-                _ => None,
-            },
-            _ => None,
-        };
-        let number = |v: Option<&Value>| {
-            v.and_then(|v| match v {
-                Value::Number(n) => n.as_f64(),
-                Value::String(s) => s.trim().parse().ok(),
-                _ => None,
-            })
-            .filter(|n: &f64| n.is_finite())
-        };
-        match raw {
-            Some(v @ Value::Bool(_)) => out.mode = mode(v).unwrap_or(Mode::Auto),
-            Some(Value::Object(m)) => {
-                if let Some(m) = m.get("enabled").and_then(mode) {
-                    out.mode = m;
-                }
-                if let Some(p) = number(m.get("threshold_pct")) {
-                    out.threshold_pct = p.clamp(0.0, 100.0);
-                }
-                if let Some(n) = number(m.get("max_search_limit")) {
-                    out.max_limit = (n as usize).clamp(1, 50);
-                }
-                if let Some(n) = number(m.get("search_default_limit")) {
-                    out.default_limit = (n as usize).clamp(1, out.max_limit);
-                }
-            }
-            _ => {}
+        if let Some(p) = file.threshold_pct.filter(|p| p.is_finite()) {
+            out.threshold_pct = p.clamp(0.0, 100.0);
+        }
+        if let Some(n) = file.max_search_limit {
+            out.max_limit = n.clamp(1, 50);
+        }
+        if let Some(n) = file.search_default_limit {
+            out.default_limit = n.clamp(1, out.max_limit);
         }
         out.default_limit = out.default_limit.min(out.max_limit);
         out

@@ -1,5 +1,6 @@
 //! The rough edges a new user hit (issue 14), each through the real binary: `-c` with nothing to
-//! continue, `sessions delete` without a terminal, `insights` without prices, a wrong port in `-z`.
+//! continue, `sessions delete` without a terminal, `insights` without prices, a wrong port in `-z`,
+//! `pairing list` without a platform.
 
 use crate::support::harness::{TestEnv, stderr, stdout};
 use crate::support::mock_llm::{MockLlm, Reply};
@@ -136,4 +137,50 @@ fn first_run_creates_the_home_the_readme_describes() {
     for file in ["config.yaml", ".env", "auth.json"] {
         assert!(!home.join(file).exists(), "{file} written on first run");
     }
+}
+
+#[test]
+fn pairing_list_without_a_platform_lists_every_platform() {
+    let env = TestEnv::new();
+    let out = env.bare_cmd().args(["pairing", "list"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("no pending pairing codes and no paired users on any platform"),
+        "{}",
+        stdout(&out)
+    );
+    let store = hermes::sessions::SessionStore::open(&env.home_path().join("state.db")).unwrap();
+    store.gateway_init().unwrap();
+    store
+        .pairing_request("telegram", "11", Some("ann"), "AAAA2222")
+        .unwrap();
+    store
+        .pairing_request("discord", "22", Some("bob"), "BBBB3333")
+        .unwrap();
+    store.pairing_approve("discord", "BBBB3333").unwrap();
+    drop(store);
+    let out = env.bare_cmd().args(["pairing", "list"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for line in [
+        "pending codes (discord): 0",
+        "paired users (discord): 1",
+        "  22 bob",
+        "pending codes (telegram): 1",
+        "  AAAA2222  user 11 ann",
+        "paired users (telegram): 0",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in:\n{text}");
+    }
+    // Naming one platform shows only that one.
+    let out = env
+        .bare_cmd()
+        .args(["pairing", "list", "telegram"])
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert!(
+        text.contains("AAAA2222") && !text.contains("discord"),
+        "{text}"
+    );
 }

@@ -252,3 +252,100 @@ fn reading_commands_answer_while_another_process_holds_the_write_lock() {
     assert!(stdout(&out).contains("okapi"), "{}", stdout(&out));
     writer.execute_batch("ROLLBACK;").unwrap();
 }
+
+/// Writes sessions and messages straight into `env`'s state.db (our schema and triggers, so the
+/// FTS tables follow): `sessions` are (id, started_at, [message text]) in insertion order.
+fn seed(env: &TestEnv, sessions: &[(&str, f64, Vec<String>)]) {
+    let path = env.home_path().join("state.db");
+    drop(hermes::sessions::SessionStore::open(&path).unwrap());
+    let mut conn = rusqlite::Connection::open(&path).unwrap();
+    let tx = conn.transaction().unwrap();
+    for (id, started, messages) in sessions {
+        tx.execute(
+            "INSERT INTO sessions (id, source, started_at, message_count) VALUES (?1, 'cli', ?2, ?3)",
+            rusqlite::params![id, started, messages.len() as i64],
+        )
+        .unwrap();
+        for (i, text) in messages.iter().enumerate() {
+            tx.execute(
+                "INSERT INTO messages (session_id, role, content, timestamp, active) VALUES (?1, 'user', ?2, ?3, 1)",
+                rusqlite::params![id, text, started + i as f64],
+            )
+            .unwrap();
+        }
+    }
+    tx.commit().unwrap();
+}
+
+/// Session ids of `hermes sessions search QUERY --json`, best first.
+fn searched(env: &TestEnv, query: &str) -> Vec<String> {
+    let out = env
+        .bare_cmd()
+        .args(["sessions", "search", query, "--json", "--limit", "5"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["session_id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The ranking rule (issue 14, search at scale): bm25 decides between matches; equal scores
+/// keep FTS5's bm25 order (the older message first), as Python Hermes shows them.
+#[test]
+fn better_matches_first_and_equal_ones_oldest_first() {
+    let env = TestEnv::new();
+    let said = |s: &str| vec![s.to_string(), "nothing else to add".to_string()];
+    seed(
+        &env,
+        &[
+            ("old", 1.0e9, said("we moor at the blue harbour")),
+            (
+                "strong",
+                1.1e9,
+                said("blue harbour, blue harbour: the blue harbour"),
+            ),
+            ("new", 1.2e9, said("we moor at the blue harbour")),
+            ("other", 1.3e9, said("the harbour is blue today")),
+        ],
+    );
+    assert_eq!(searched(&env, "\"blue harbour\""), ["strong", "old", "new"]);
+    // OR: the rarer word weighs more (its IDF), then equal matches oldest first.
+    assert_eq!(searched(&env, "moor OR today"), ["other", "old", "new"]);
+}
+
+/// Bounded work: when a query matches more than the ranking window, only the newest window of
+/// matches is ranked, so an old message — however well it matches — is not shown.
+#[test]
+fn only_the_newest_window_of_matches_is_ranked() {
+    let env = TestEnv::new();
+    let window = hermes::sessions::search::RANK_WINDOW as usize;
+    let filler: Vec<String> = (0..window)
+        .map(|i| format!("note {i}: we moor at the blue harbour"))
+        .collect();
+    seed(
+        &env,
+        &[
+            (
+                "ancient",
+                1.0e9,
+                vec!["blue harbour blue harbour blue harbour".to_string()],
+            ),
+            ("busy", 1.1e9, filler),
+            (
+                "latest",
+                1.2e9,
+                vec!["moor at the blue harbour".to_string()],
+            ),
+        ],
+    );
+    // "latest" is shorter than the filler, so it scores better; "ancient" would beat both.
+    let found = searched(&env, "\"blue harbour\"");
+    assert_eq!(found, ["latest", "busy"]);
+    // The old message is still found by what only it says.
+    assert_eq!(searched(&env, "\"harbour blue harbour\""), ["ancient"]);
+}

@@ -181,6 +181,18 @@ impl SessionStore {
         })
     }
 
+    /// Platforms with a live pairing code or a paired user, sorted.
+    pub fn pairing_platforms(&self) -> Result<Vec<String>, StoreError> {
+        let cutoff = now() - CODE_TTL_SECS;
+        self.read("list pairing platforms", |conn| {
+            let mut stmt = conn.prepare(
+                "SELECT platform FROM gateway_pairing WHERE created_at >= ?1
+                 UNION SELECT platform FROM gateway_approved_users ORDER BY 1",
+            )?;
+            stmt.query_map(params![cutoff], |r| r.get(0))?.collect()
+        })
+    }
+
     pub fn pairing_revoke(&self, platform: &str, user_id: &str) -> Result<bool, StoreError> {
         self.write("revoke a paired user", |tx| {
             Ok(tx.execute(
