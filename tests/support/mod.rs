@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod acp_editor;
+pub mod closed_port;
 pub mod cross_check;
 pub mod fake_telegram;
 pub mod harness;
