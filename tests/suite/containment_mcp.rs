@@ -28,7 +28,8 @@ fn config(dir: &Path) -> String {
         stdio_server().display()
     );
     format!(
-        "mcp_servers:\n  t:\n    command: sh\n    args: [\"-c\", {}]\n    env:\n      LISTED_TOKEN: listed-value-123\n",
+        // Discovery waits for the server however loaded the machine is: the tools must be known.
+        "mcp_discovery_timeout: 60\nmcp_servers:\n  t:\n    command: sh\n    args: [\"-c\", {}]\n    env:\n      LISTED_TOKEN: listed-value-123\n",
         serde_json::to_string(&script).unwrap()
     )
 }
@@ -122,6 +123,12 @@ fn an_mcp_server_and_what_it_started_die_when_hermes_is_killed() {
     let server = read_pid(&dir.join("server.pid")).unwrap();
     let background = read_pid(&dir.join("bg.pid")).unwrap();
     assert!(!is_dead(server) && !is_dead(background));
+    // Killed in the middle of the 30 s tool call, not after a normal end (whose clean-up would
+    // prove nothing here).
+    assert!(
+        hermes.try_wait().unwrap().is_none(),
+        "hermes ended before it was killed"
+    );
 
     hermes.kill().unwrap(); // SIGKILL: no clean-up code of hermes runs.
     let _ = hermes.wait();
