@@ -9,6 +9,7 @@
 //! server is another process and has no channel to them, so offering the tools would only
 //! pretend. The server's instructions say so.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -20,6 +21,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::conversations::Conversations;
+use crate::security::redact::Redactor;
+use crate::security::secrets;
 
 /// What a client is told about this server.
 const INSTRUCTIONS: &str = "Hermes Agent's conversations and channels: list, read and search \
@@ -32,10 +35,19 @@ fn clamp(value: Option<i64>, default: i64, min: i64, max: i64) -> usize {
     usize::try_from(value.unwrap_or(default).clamp(min, max)).unwrap_or(0)
 }
 
-fn answer(result: Result<Value, String>) -> Result<String, String> {
-    result.and_then(|v| {
-        serde_json::to_string_pretty(&v).map_err(|e| format!("cannot encode the result: {e}"))
-    })
+/// Every string in `value` redacted (the strings, not the JSON text: `"session_key": "agent:…"`
+/// would read as a named secret and be hidden).
+fn redact_strings(value: &mut Value, redactor: &Redactor) {
+    match value {
+        Value::String(s) => {
+            if let std::borrow::Cow::Owned(red) = redactor.redact(s) {
+                *s = red;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| redact_strings(v, redactor)),
+        Value::Object(map) => map.values_mut().for_each(|v| redact_strings(v, redactor)),
+        _ => {}
+    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -116,15 +128,28 @@ pub struct ChannelArgs {
 #[derive(Clone)]
 pub struct HermesMcp {
     conversations: Conversations,
+    /// What leaves the process is redacted as a tool result is: user messages are stored as
+    /// typed (a key pasted into a chat), and a row may predate the secret it holds.
+    redactor: Arc<Redactor>,
     tool_router: ToolRouter<Self>,
 }
 
 impl HermesMcp {
     pub fn new(conversations: Conversations) -> Self {
+        let config = &conversations.config;
+        let redactor = Redactor::new(secrets::collect(config), config.security.redact_secrets);
         HermesMcp {
             conversations,
+            redactor: Arc::new(redactor),
             tool_router: Self::tool_router(),
         }
+    }
+
+    fn answer(&self, result: Result<Value, String>) -> Result<String, String> {
+        result.and_then(|mut v| {
+            redact_strings(&mut v, &self.redactor);
+            serde_json::to_string_pretty(&v).map_err(|e| format!("cannot encode the result: {e}"))
+        })
     }
 }
 
@@ -138,7 +163,7 @@ impl HermesMcp {
         Parameters(a): Parameters<ListArgs>,
     ) -> Result<String, String> {
         let limit = clamp(a.limit, 50, 1, 200);
-        answer(
+        self.answer(
             self.conversations
                 .list(a.platform.as_deref(), limit, a.search.as_deref())
                 .await,
@@ -147,13 +172,13 @@ impl HermesMcp {
 
     #[tool(description = "Details of one conversation by its session key.")]
     async fn conversation_get(&self, Parameters(a): Parameters<KeyArgs>) -> Result<String, String> {
-        answer(self.conversations.get(&a.session_key).await)
+        self.answer(self.conversations.get(&a.session_key).await)
     }
 
     #[tool(description = "Read a conversation's recent user and assistant messages, oldest first.")]
     async fn messages_read(&self, Parameters(a): Parameters<ReadArgs>) -> Result<String, String> {
         let limit = clamp(a.limit, 50, 1, 200);
-        answer(self.conversations.read(&a.session_key, limit).await)
+        self.answer(self.conversations.read(&a.session_key, limit).await)
     }
 
     #[tool(description = "List the media files (MEDIA: paths) and images of one message.")]
@@ -161,7 +186,7 @@ impl HermesMcp {
         &self,
         Parameters(a): Parameters<AttachmentArgs>,
     ) -> Result<String, String> {
-        answer(
+        self.answer(
             self.conversations
                 .attachments(&a.session_key, &a.message_id)
                 .await,
@@ -176,7 +201,7 @@ impl HermesMcp {
         Parameters(a): Parameters<SearchArgs>,
     ) -> Result<String, String> {
         let limit = clamp(a.limit, 5, 1, 10);
-        answer(self.conversations.search(&a.query, limit).await)
+        self.answer(self.conversations.search(&a.query, limit).await)
     }
 
     #[tool(
@@ -184,7 +209,7 @@ impl HermesMcp {
     )]
     async fn events_poll(&self, Parameters(a): Parameters<PollArgs>) -> Result<String, String> {
         let limit = clamp(a.limit, 20, 1, 200);
-        answer(
+        self.answer(
             self.conversations
                 .poll(a.after_cursor.unwrap_or(0), a.session_key.as_deref(), limit)
                 .await,
@@ -194,7 +219,7 @@ impl HermesMcp {
     #[tool(description = "Wait for the next message after a cursor (long poll).")]
     async fn events_wait(&self, Parameters(a): Parameters<WaitArgs>) -> Result<String, String> {
         let ms = clamp(a.timeout_ms, 30_000, 0, 300_000);
-        answer(
+        self.answer(
             self.conversations
                 .wait(
                     a.after_cursor.unwrap_or(0),
@@ -209,7 +234,7 @@ impl HermesMcp {
         description = "Send a message to a chat through hermes's configured platforms (target \"platform:chat_id\")."
     )]
     async fn messages_send(&self, Parameters(a): Parameters<SendArgs>) -> Result<String, String> {
-        answer(self.conversations.send(&a.target, &a.message).await)
+        self.answer(self.conversations.send(&a.target, &a.message).await)
     }
 
     #[tool(
@@ -219,7 +244,7 @@ impl HermesMcp {
         &self,
         Parameters(a): Parameters<ChannelArgs>,
     ) -> Result<String, String> {
-        answer(self.conversations.channels(a.platform.as_deref()).await)
+        self.answer(self.conversations.channels(a.platform.as_deref()).await)
     }
 }
 

@@ -221,6 +221,17 @@ impl Redactor {
             .map(|s| s.trim().to_string())
             .filter(|s| s.len() >= MIN_SECRET_LEN && s != REDACTED)
             .collect();
+        // A value with a quote, a backslash or a control character is written otherwise inside
+        // JSON (tool arguments, exported sessions): that form is a secret too.
+        let escaped: Vec<String> = secrets
+            .iter()
+            .filter_map(|s| {
+                let json = serde_json::to_string(s).ok()?;
+                let inner = json.get(1..json.len() - 1)?;
+                (inner != s).then(|| inner.to_string())
+            })
+            .collect();
+        secrets.extend(escaped);
         secrets.sort();
         secrets.dedup();
         Redactor {
@@ -446,7 +457,11 @@ fn named_value(text: &str, name_end: usize) -> Option<(usize, usize)> {
     while i < name_limit && NAME_TAIL[usize::from(b[i])] {
         i += 1;
     }
-    if i < len && (b[i] == b'"' || b[i] == b'\'') {
+    // Its closing quote, escaped too: `\"api_key\": \"…\"` is a JSON object inside a JSON
+    // string (a `curl -d` in a command's arguments).
+    if b.get(i) == Some(&b'\\') && matches!(b.get(i + 1), Some(b'"' | b'\'')) {
+        i += 2;
+    } else if i < len && (b[i] == b'"' || b[i] == b'\'') {
         i += 1;
     }
     let skip_blanks = |mut i: usize| {
@@ -483,6 +498,10 @@ fn named_value(text: &str, name_end: usize) -> Option<(usize, usize)> {
         Some(&q) if q == b'"' || q == b'\'' => {
             i += 1;
             Some(q)
+        }
+        Some(b'\\') if matches!(b.get(i + 1), Some(b'"' | b'\'')) => {
+            i += 2;
+            Some(b[i - 1])
         }
         _ => None,
     };
@@ -521,6 +540,12 @@ fn named_value(text: &str, name_end: usize) -> Option<(usize, usize)> {
             }
         }
     };
+    // A backslash at the end escapes what follows (`\"` inside a JSON string): it stays, or the
+    // redacted JSON would no longer parse.
+    let mut value_len = value_len;
+    while value_len > 0 && b[value_start + value_len - 1] == b'\\' {
+        value_len -= 1;
+    }
     // Fewer than 6 bytes is fewer than 6 characters: most rejections need no count.
     if value_len < 6 {
         return None;

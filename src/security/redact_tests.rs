@@ -172,3 +172,38 @@ fn log_writer_redacts_each_event() {
         "INFO call failed: key [REDACTED] rejected\n"
     );
 }
+
+#[test]
+fn redacted_json_still_parses() {
+    let red = Redactor::new(vec![r#"pa"ss\word-12345"#.to_string()], true);
+    let cases = [
+        serde_json::json!({"command": "echo \"password=hunter2hunter2\""}),
+        serde_json::json!({"command": "curl -H 'token: abcdefghijkl\\' x"}),
+        serde_json::json!({"a": "password=\"abcdefghijkl\\\"", "b": "ok"}),
+        serde_json::json!({"env": "DB_PASSWORD=pa\"ss\\word-12345\nX=1"}),
+        // A JSON object inside a JSON string: escaped quotes around the name and the value.
+        serde_json::json!({"command": "curl -d '{\"api_key\": \"abcdefghijkl\"}' https://x"}),
+        serde_json::json!({"command": "echo '{\"password\":\"hunter2hunter2\"}'"}),
+    ];
+    for case in cases {
+        let text = case.to_string();
+        let out = red.redact(&text);
+        let parsed: serde_json::Value = serde_json::from_str(&out)
+            .unwrap_or_else(|e| panic!("{text} → {out} no longer parses: {e}"));
+        let flat = parsed.to_string();
+        for secret in ["hunter2hunter2", "abcdefghijkl", "ss\\\\word"] {
+            assert!(!flat.contains(secret), "{text} → {flat}");
+        }
+        assert!(out.contains(REDACTED), "{text} → {out}");
+    }
+}
+
+#[test]
+fn a_known_value_is_hidden_in_its_json_form_too() {
+    let value = r#"pa"ss\word-12345"#;
+    let red = Redactor::new(vec![value.to_string()], true);
+    let json = serde_json::json!({ "v": value }).to_string();
+    assert!(!json.contains(value), "the JSON form differs: {json}");
+    assert_eq!(red.redact(&json), r#"{"v":"[REDACTED]"}"#);
+    assert_eq!(red.redact(value), REDACTED);
+}

@@ -23,6 +23,7 @@ pub mod compaction;
 pub mod config_cmds;
 pub mod config_compat;
 pub mod containment;
+pub mod containment_mcp;
 pub mod doctor;
 pub mod failover;
 pub mod gateway_api;

@@ -1,6 +1,7 @@
 //! Opening one MCP connection: a stdio server (`command`/`args`/`env`) spawned with the terminal's
 //! scrubbed environment plus the entry's own `env`, its stderr appended to
-//! `logs/mcp-<server>.log`, in its own process group (killed with hermes's handle); or a
+//! `logs/mcp-<server>.log`, in its own process group under the terminal's supervisor (killed
+//! with hermes's handle, and with everything it started when hermes is SIGKILLed); or a
 //! Streamable HTTP server (`url`/`headers`) on hermes's rustls. Header values (often secrets
 //! expanded from `${VAR}`) are never logged or put in an error.
 
@@ -86,6 +87,10 @@ async fn stdio(
     cmd.process_group(0);
     // Killed when its connection is dropped, including when hermes exits mid-handshake.
     cmd.kill_on_drop(true);
+    // And when hermes is SIGKILLed (no drop runs then): the terminal's supervisor kills the
+    // server and all it started. Without it a server that ignores EOF on stdin, or whatever it
+    // left in the background, outlived hermes.
+    crate::security::sandbox::supervise::install(&mut cmd);
     let (transport, _) = TokioChildProcess::builder(cmd)
         .stderr(stderr)
         .spawn()
