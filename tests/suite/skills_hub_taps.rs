@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use super::skills_hub::{
     Upstream, commit_owned, lock, pdf_skill, quarantine_is_empty, skill_tree, tool_result,
 };
+use crate::support::closed_port::ClosedPort;
 use crate::support::harness::{TestEnv, stderr, stdout};
 use crate::support::mock_llm::{MockLlm, Reply};
 
@@ -145,10 +146,8 @@ fn unreachable_default_taps_are_named_and_the_rest_of_the_search_answers() {
     ok(&env, &["tap", "add", &up.location()]);
     // Git's own proxy setting points at a closed local port: the public repositories cannot
     // be reached, and nothing leaves the machine.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let port = ClosedPort::new();
+    let closed = port.addr();
     let out = env
         .bare_cmd()
         .env("HTTPS_PROXY", format!("http://{closed}"))
