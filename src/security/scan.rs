@@ -40,6 +40,7 @@ macro_rules! rule {
     };
 }
 
+mod client_calls;
 mod destination;
 mod engine;
 mod hidden;

@@ -3,13 +3,15 @@
 //! unreachable one named, the rest of the search still answers), the listing cache's TTL (a
 //! fresh listing is used, a stale one fetched again), `browse`, `inspect` writing nothing, a
 //! bundled skill refused by `check`/`update`/`uninstall`/`reset`, and a background review that
-//! cannot install from the hub even in a run started with `--yes`.
+//! cannot install from the hub even in a run started with `--yes`; installs at a commit id, a
+//! short id and a branch.
 
 use serde_json::{Value, json};
 
 use super::skills_hub::{
     Upstream, commit_owned, lock, pdf_skill, quarantine_is_empty, skill_tree, tool_result,
 };
+use crate::support::closed_port::ClosedPort;
 use crate::support::harness::{TestEnv, stderr, stdout};
 use crate::support::mock_llm::{MockLlm, Reply};
 
@@ -144,10 +146,8 @@ fn unreachable_default_taps_are_named_and_the_rest_of_the_search_answers() {
     ok(&env, &["tap", "add", &up.location()]);
     // Git's own proxy setting points at a closed local port: the public repositories cannot
     // be reached, and nothing leaves the machine.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let port = ClosedPort::new();
+    let closed = port.addr();
     let out = env
         .bare_cmd()
         .env("HTTPS_PROXY", format!("http://{closed}"))
@@ -369,5 +369,44 @@ fn a_background_review_cannot_install_from_the_hub() {
     );
     assert!(!env.home_path().join("skills/pdf-tools").exists());
     assert!(lock(&env)["installed"]["pdf-tools"].is_null());
+    assert!(quarantine_is_empty(&env));
+}
+
+#[test]
+fn install_at_a_commit_id_a_short_id_or_a_branch() {
+    let up = Upstream::new();
+    let v1 = commit_owned(&up, &pdf_skill("1"));
+    let v2 = commit_owned(&up, &pdf_skill("2"));
+    let full = v1.to_string();
+    for (rev, version, commit) in [
+        (full.as_str(), "Version 1.", v1),
+        (&full[..10], "Version 1.", v1),
+        ("main", "Version 2.", v2),
+    ] {
+        let env = TestEnv::new();
+        let id = format!("{}#skills/pdf@{rev}", up.location());
+        ok(&env, &["install", &id, "--yes"]);
+        let md =
+            std::fs::read_to_string(env.home_path().join("skills/pdf-tools/SKILL.md")).unwrap();
+        assert!(md.contains(version), "@{rev}: {md}");
+        assert_eq!(
+            lock(&env)["installed"]["pdf-tools"]["commit"],
+            commit.to_string(),
+            "@{rev}"
+        );
+    }
+    let env = TestEnv::new();
+    let out = hermes(
+        &env,
+        false,
+        &[
+            "install",
+            &format!("{}#skills/pdf@no-such-ref", up.location()),
+            "--yes",
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("no-such-ref"), "{}", stderr(&out));
+    assert!(!env.home_path().join("skills/pdf-tools").exists());
     assert!(quarantine_is_empty(&env));
 }

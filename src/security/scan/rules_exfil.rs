@@ -17,7 +17,7 @@ use regex::bytes::Regex;
 use super::engine::{Check, Combo, Rule};
 use super::reach::{ALL, EXTERNAL, OWN, SIGNAL, SKILL};
 use super::{Category as C, Severity as S};
-use super::{destination, secret_dest};
+use super::{client_calls, destination, secret_dest};
 
 /// Secret-looking variable names.
 macro_rules! secret_var {
@@ -129,18 +129,6 @@ fn judge_spot(spot: &[u8], command: &str, before: &[u8]) -> Check {
     }
 }
 
-/// A language HTTP call with a header built from a secret environment variable: it passes only
-/// on its way to a host the variable belongs to.
-fn client_secret_sent(matched: &[u8], before: &[u8], _after: &[u8]) -> Check {
-    let var_start = matched
-        .iter()
-        .rposition(|b| !(b.is_ascii_alphanumeric() || *b == b'_'))
-        .map_or(0, |i| i + 1);
-    let var = String::from_utf8_lossy(&matched[var_start..]);
-    let call = String::from_utf8_lossy(matched);
-    secret_dest::judge_dest(&var, &destination::call_destination(&call, before))
-}
-
 /// The public half of a key (`id_ed25519.pub`) and `known_hosts` are not secrets.
 fn not_public_key(matched: &[u8], _before: &[u8], _after: &[u8]) -> Check {
     if matched.ends_with(b".pub") || matched.ends_with(b"known_hosts") {
@@ -170,11 +158,16 @@ pub(super) const RULES: &[Rule] = &[
         Critical,
         Exfiltration,
         ALL,
-        // Python requests/httpx with `headers={…os.environ[…]}`, JS fetch/axios with
-        // `headers: {…process.env.X}`, in one call (which may span lines).
-        r"\b(?:requests|httpx|session|client)\.(?:get|post|put|patch|delete|head|request|stream)\s*\([^)]*?\bheaders\s*=\s*\{[^}]*?os\.(?:environ\s*\[|environ\.get\s*\(|getenv\s*\()\s*['\x22]\w+|\b(?:fetch|axios(?:\.\w+)?)\s*\([^)]*?\bheaders\s*:\s*\{[^}]*?process\.env\.\w+",
-        "an HTTP call sends a secret environment variable in a header to a host it does not belong to",
-        Some(client_secret_sent)
+        // Python requests/httpx with `headers={…os.environ[…]}` (or `json=`, `data=`,
+        // `params=`), JS fetch/axios with `headers: {…process.env.X}`, in one call (which may
+        // span lines).
+        concat!(
+            r"\b(?:requests|httpx|session|client)\.(?:get|post|put|patch|delete|head|request|stream)\s*\([^)]*?\b(?:headers|json|data|params)\s*=\s*\{[^}]*?os\.(?:environ\s*\[|environ\.get\s*\(|getenv\s*\()\s*['\x22]\w+|\b(?:fetch|axios(?:\.\w+)?)\s*\([^)]*?\bheaders\s*:\s*\{[^}]*?process\.env\.\w+",
+            // a dict built from a secret (`headers = {…os.environ["X"]…}`), sent a few lines on
+            r"|\b\w+\s*=\s*\{[^}]*?os\.(?:environ\s*\[|environ\.get\s*\(|getenv\s*\()\s*['\x22]\w+"
+        ),
+        "an HTTP call sends a secret environment variable to a host it does not belong to",
+        Some(client_calls::judge)
     ),
     rule!(
         "dns_exfil",
