@@ -500,6 +500,13 @@ fn tap(hub: &Hub, action: TapCommand) -> Result<u8, CliError> {
         TapCommand::Remove { repo } => {
             if taps::remove(hub, &repo).map_err(hub_err)? {
                 println!("removed tap {repo}");
+                let kept = taps::installed_from(hub, &repo);
+                if !kept.is_empty() {
+                    println!(
+                        "{} installed from it stay installed: `check`/`update` still read their source, now as a source you no longer trust as a tap; `hermes skills uninstall NAME` removes one",
+                        kept.join(", ")
+                    );
+                }
                 Ok(exit::OK)
             } else {
                 Err(CliError::NotFound(format!(

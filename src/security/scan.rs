@@ -40,6 +40,7 @@ macro_rules! rule {
     };
 }
 
+mod destination;
 mod engine;
 mod hidden;
 mod rules_code;
@@ -248,3 +249,7 @@ pub fn rule_ids() -> impl Iterator<Item = (&'static str, Category, Severity)> {
 #[cfg(test)]
 #[path = "scan/tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "scan/header_tests.rs"]
+mod header_tests;

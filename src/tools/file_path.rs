@@ -159,15 +159,16 @@ pub fn check(
     }
 }
 
-/// Steps 2–3 for a path that must stay inside `base` (which must exist): refuses an absolute
-/// path, a `..` component or a NUL byte, then resolves symlinks and requires the result under
-/// the resolved `base`. Returns the resolved path (it need not exist yet).
-pub fn within(base: &Path, given: &str) -> Result<PathBuf, PathRefusal> {
+/// Step 2 without the file system: `given` is a path relative to a directory that cannot
+/// climb out of it lexically (not empty, no NUL byte, not absolute, no `..` component). For
+/// callers that must refuse a path before the directory exists (the hub checks a skill's file
+/// list before downloading it); [`within`] adds the symlink resolution.
+pub fn check_relative(given: &str) -> Result<(), PathRefusal> {
     let invalid = |why: String| Err(PathRefusal::Invalid(why));
     if given.is_empty() {
         return invalid("the path is empty; give a path relative to the directory".into());
     }
-    if given.contains('\0') || base.as_os_str().as_encoded_bytes().contains(&0) {
+    if given.contains('\0') {
         return invalid("the path contains a NUL byte; remove it".into());
     }
     for component in Path::new(given).components() {
@@ -185,6 +186,19 @@ pub fn within(base: &Path, given: &str) -> Result<PathBuf, PathRefusal> {
             Component::CurDir | Component::Normal(_) => {}
         }
     }
+    Ok(())
+}
+
+/// Steps 2–3 for a path that must stay inside `base` (which must exist): refuses an absolute
+/// path, a `..` component or a NUL byte, then resolves symlinks and requires the result under
+/// the resolved `base`. Returns the resolved path (it need not exist yet).
+pub fn within(base: &Path, given: &str) -> Result<PathBuf, PathRefusal> {
+    if base.as_os_str().as_encoded_bytes().contains(&0) {
+        return Err(PathRefusal::Invalid(
+            "the path contains a NUL byte; remove it".into(),
+        ));
+    }
+    check_relative(given)?;
     let unresolvable = |path: &Path, e: std::io::Error| {
         PathRefusal::Invalid(format!("cannot resolve {}: {e}", path.display()))
     };

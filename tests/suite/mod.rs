@@ -56,6 +56,7 @@ pub mod setup_cmd;
 pub mod skills_e2e;
 pub mod skills_hub;
 pub mod skills_hub_approval;
+pub mod skills_hub_taps;
 pub mod skills_store_e2e;
 pub mod spend;
 pub mod terminal_backends;

@@ -149,7 +149,7 @@ pub(super) fn lock(env: &TestEnv) -> Value {
 }
 
 /// Everything under skills/ except the hub's own folder (what a user would see).
-fn skill_tree(env: &TestEnv) -> Vec<String> {
+pub(super) fn skill_tree(env: &TestEnv) -> Vec<String> {
     let root = env.home_path().join("skills");
     let mut out: Vec<String> = walkdir::WalkDir::new(&root)
         .into_iter()

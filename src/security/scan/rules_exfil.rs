@@ -6,9 +6,9 @@
 //! download-and-run, markdown images that leak data in their URL.
 //!
 //! Precision matters as much as recall: sending `$OPENAI_API_KEY` in an `Authorization` header
-//! to an API is how every API skill works, so only a secret in a body, a query string or a host
-//! name counts as exfiltration here, and under an auth parameter name (`?api_key=`) only when
-//! it goes to a host it does not belong to (`secret_dest`).
+//! or an `?api_key=` parameter to its own API is how every API skill works, so a secret in a
+//! header or under an auth parameter name counts only when it goes to a host it does not belong
+//! to (`secret_dest`); anywhere else in a body, a query string or a host name it always counts.
 
 use std::sync::LazyLock;
 
@@ -16,8 +16,8 @@ use regex::bytes::Regex;
 
 use super::engine::{Check, Combo, Rule};
 use super::reach::{ALL, EXTERNAL, OWN, SIGNAL, SKILL};
-use super::secret_dest;
 use super::{Category as C, Severity as S};
+use super::{destination, secret_dest};
 
 /// Secret-looking variable names.
 macro_rules! secret_var {
@@ -41,10 +41,15 @@ macro_rules! net_tool {
 }
 
 /// Where a secret variable sits in a request: a body or form field, a query string, a host
-/// name. Each alternative ends at the variable.
+/// name, a header (curl/wget `-H "Name: [scheme ]$X"`, `--header=Name:$X`, httpie
+/// `Name:"Bearer $X"`). Each alternative ends at the variable.
 macro_rules! secret_spot {
     () => {
         concat!(
+            // in a header, any variable (`T=$OPENAI_API_KEY` then `Bearer $T`: `secret_dest`
+            // follows the copy and drops what is no secret)
+            r"[\s'\x22=][\w-]+:[ \t]*['\x22]?(?:[\w-]+[ \t]+)?\$\{?[a-z_]\w*",
+            r"|",
             // in a body or form field
             r"(?:\s-d|\s--data(?:-\w+)?|\s-F|\s--form|\s--post-data|\s--body-data)[=\s]\s*['\x22]?[^'\x22\s]*",
             secret_var!(),
@@ -68,25 +73,38 @@ static SPOTS: LazyLock<Option<Regex>> = LazyLock::new(|| {
 /// a bare `-d "$KEY"`, a host name) is being sent away. Under an auth-looking name
 /// (`?api_key=`, `-d token=`) it may be how the API authenticates: `secret_dest` decides from
 /// the variable and the host the request goes to.
-fn secret_sent_away(matched: &[u8], _before: &[u8], after: &[u8]) -> Check {
+fn secret_sent_away(matched: &[u8], before: &[u8], after: &[u8]) -> Check {
     let Some(spots) = SPOTS.as_ref() else {
         return Check::Keep;
     };
-    let command = secret_dest::command(matched, after);
+    let command = destination::command(matched, after);
     spots
         .find_iter(command.as_bytes())
-        .map(|spot| judge_spot(spot.as_bytes(), &command))
+        .map(|spot| judge_spot(spot.as_bytes(), &command, before))
         .reduce(secret_dest::worse)
         .unwrap_or(Check::Keep)
 }
 
-/// One `name=$VAR` (or bare `$VAR`) of a request.
-fn judge_spot(spot: &[u8], command: &str) -> Check {
+/// A header spot: `Name: [scheme ]$VAR` (what `secret_spot`'s first alternative matches).
+static HEADER_SPOT: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    super::engine::builder(r"^[\s'\x22=][\w-]+:[ \t]*['\x22]?(?:[\w-]+[ \t]+)?\$")
+        .map_err(|e| tracing::error!(error = %e, "header spot does not compile"))
+        .ok()
+});
+
+/// One `name=$VAR`, header or bare `$VAR` of a request.
+fn judge_spot(spot: &[u8], command: &str, before: &[u8]) -> Check {
     let Some(dollar) = spot.iter().rposition(|b| *b == b'$') else {
         return Check::Keep;
     };
     let var = String::from_utf8_lossy(&spot[dollar + 1..]);
     let var = var.trim_start_matches('{');
+    let header = HEADER_SPOT
+        .as_ref()
+        .is_some_and(|re| re.is_match(&spot[..=dollar]));
+    if header {
+        return secret_dest::judge(var, command, before);
+    }
     let Some(rest) = spot[..dollar].strip_suffix(b"=") else {
         return Check::Keep;
     };
@@ -105,10 +123,22 @@ fn judge_spot(spot: &[u8], command: &str) -> Check {
         b"access",
     ];
     if AUTH.iter().any(|a| name.windows(a.len()).any(|w| w == *a)) {
-        secret_dest::judge(var, command)
+        secret_dest::judge(var, command, before)
     } else {
         Check::Keep
     }
+}
+
+/// A language HTTP call with a header built from a secret environment variable: it passes only
+/// on its way to a host the variable belongs to.
+fn client_secret_sent(matched: &[u8], before: &[u8], _after: &[u8]) -> Check {
+    let var_start = matched
+        .iter()
+        .rposition(|b| !(b.is_ascii_alphanumeric() || *b == b'_'))
+        .map_or(0, |i| i + 1);
+    let var = String::from_utf8_lossy(&matched[var_start..]);
+    let call = String::from_utf8_lossy(matched);
+    secret_dest::judge_dest(&var, &destination::call_destination(&call, before))
 }
 
 /// The public half of a key (`id_ed25519.pub`) and `known_hosts` are not secrets.
@@ -134,6 +164,17 @@ pub(super) const RULES: &[Rule] = &[
         ),
         "sends a secret environment variable in a request body, URL or host name",
         Some(secret_sent_away)
+    ),
+    rule!(
+        "env_exfil_http_client",
+        Critical,
+        Exfiltration,
+        ALL,
+        // Python requests/httpx with `headers={…os.environ[…]}`, JS fetch/axios with
+        // `headers: {…process.env.X}`, in one call (which may span lines).
+        r"\b(?:requests|httpx|session|client)\.(?:get|post|put|patch|delete|head|request|stream)\s*\([^)]*?\bheaders\s*=\s*\{[^}]*?os\.(?:environ\s*\[|environ\.get\s*\(|getenv\s*\()\s*['\x22]\w+|\b(?:fetch|axios(?:\.\w+)?)\s*\([^)]*?\bheaders\s*:\s*\{[^}]*?process\.env\.\w+",
+        "an HTTP call sends a secret environment variable in a header to a host it does not belong to",
+        Some(client_secret_sent)
     ),
     rule!(
         "dns_exfil",

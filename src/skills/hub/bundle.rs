@@ -15,6 +15,7 @@ use sha2::{Digest, Sha256};
 use super::HubError;
 use super::source::{SourceRef, Trust};
 use crate::skills::skill;
+use crate::tools::file_path;
 
 /// The largest file a hub skill may hold.
 pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
@@ -41,17 +42,19 @@ pub struct Bundle {
 }
 
 /// Checks one relative path from a source: the reason it is refused, if it is.
+///
+/// The escape rules (empty, NUL, absolute, `..`) are the one path policy's
+/// (`tools::file_path::check_relative`; the directory does not exist yet when a source lists
+/// its files, so the resolving `within` runs again at write time). On top of them a hub path
+/// must be in canonical form — no backslash, no empty or `.` component — because it is also
+/// the key of the bundle's file map and of the lock's per-file hashes: `a/./b` and `a/b` would
+/// be two keys for one file on disk.
 pub fn check_path(rel: &str) -> Result<(), String> {
-    if rel.is_empty() || rel.starts_with('/') || rel.contains('\\') || rel.contains('\0') {
-        return Err(format!("`{rel}` is not a relative path"));
-    }
+    file_path::check_relative(rel).map_err(|e| format!("`{rel}` is refused: {e}"))?;
     let parts: Vec<&str> = rel.split('/').collect();
-    if parts
-        .iter()
-        .any(|p| p.is_empty() || *p == "." || *p == "..")
-    {
+    if rel.contains('\\') || parts.iter().any(|p| p.is_empty() || *p == ".") {
         return Err(format!(
-            "`{rel}` has an empty, `.` or `..` component (it could escape the skill)"
+            "`{rel}` is not in canonical form (a backslash, an empty or `.` component); use plain `dir/file` paths"
         ));
     }
     match parts.as_slice() {
@@ -183,11 +186,14 @@ impl Bundle {
     }
 }
 
-/// Writes `files` under a new directory `dir`.
+/// Writes `files` under a new directory `dir`. Each path goes through the one path policy
+/// (`tools::file_path::within`) again: a symlink planted under `dir` between the check and the
+/// write cannot carry a file out of it.
 pub fn write_files(files: &BTreeMap<String, Vec<u8>>, dir: &Path) -> Result<(), HubError> {
     std::fs::create_dir_all(dir).map_err(|e| HubError::io("create", dir, e))?;
     for (rel, bytes) in files {
-        let path = dir.join(rel);
+        let path = file_path::within(dir, rel)
+            .map_err(|e| HubError::Refused(format!("cannot write `{rel}`: {e}")))?;
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| HubError::io("create", parent, e))?;
         }
@@ -285,9 +291,29 @@ mod tests {
             "references",
             "a//b",
             "scripts/./x",
+            "",
+            "references/a\0.md",
+            "references\\a.md",
         ] {
             assert!(check_path(bad).is_err(), "{bad}");
         }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_writer_does_not_follow_a_planted_symlink_out() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (dir, outside) = (tmp.path().join("q"), tmp.path().join("outside"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join("references")).unwrap();
+        let files = BTreeMap::from([("references/a.md".to_string(), b"x".to_vec())]);
+        let err = write_files(&files, &dir).unwrap_err().to_string();
+        assert!(
+            err.contains("references/a.md") && err.contains("outside"),
+            "{err}"
+        );
+        assert!(!outside.join("a.md").exists());
     }
 
     #[test]

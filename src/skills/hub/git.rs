@@ -75,8 +75,15 @@ fn fetch_all(repo: &Repository, url: &str) -> Result<(), HubError> {
     let mut remote = repo
         .remote_anonymous(url)
         .map_err(|e| git_err("read", url, e))?;
+    // The proxy the user set for git and HTTP (`http.proxy`, `https_proxy`), like the HTTP
+    // index sources (reqwest reads the same variables).
+    let proxy = || {
+        let mut p = git2::ProxyOptions::new();
+        p.auto();
+        p
+    };
     remote
-        .connect(git2::Direction::Fetch)
+        .connect_auth(git2::Direction::Fetch, None, Some(proxy()))
         .map_err(|e| git_err("connect to", url, e))?;
     let default = remote
         .default_branch()
@@ -87,6 +94,7 @@ fn fetch_all(repo: &Repository, url: &str) -> Result<(), HubError> {
         .map_err(|e| git_err("disconnect from", url, e))?;
     let mut options = git2::FetchOptions::new();
     options.download_tags(git2::AutotagOption::All);
+    options.proxy_options(proxy());
     remote
         .fetch(
             &[

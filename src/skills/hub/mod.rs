@@ -105,7 +105,8 @@ pub struct Hub {
     /// Debug builds only: `HERMES_TEST_HUB_CRASH=after-quarantine|after-move` aborts the process
     /// at that point of an install, for the crash-recovery tests.
     crash_at: Option<String>,
-    /// A cached listing older than this is fetched again.
+    /// A cached listing older than this is fetched again (`HERMES_SKILLS_HUB_TTL` seconds,
+    /// default [`LISTING_TTL`]; 0 fetches on every search).
     pub ttl: Duration,
 }
 
@@ -116,6 +117,13 @@ impl Hub {
             config.env.get("HERMES_SKILLS_DEFAULT_TAPS"),
             Some("0" | "false" | "no" | "off")
         );
+        if let Some(secs) = config
+            .env
+            .get("HERMES_SKILLS_HUB_TTL")
+            .and_then(|s| s.trim().parse::<u64>().ok())
+        {
+            hub.ttl = Duration::from_secs(secs);
+        }
         if cfg!(debug_assertions) {
             hub.crash_at = config.env.get("HERMES_TEST_HUB_CRASH").map(str::to_string);
         }

@@ -181,23 +181,44 @@ pub fn remove(hub: &Hub, repo: &str) -> Result<bool, HubError> {
     Ok(removed)
 }
 
+/// Does `source` come from `tap` (the same repository or index)?
+fn offers_source(tap: &Tap, source: &SourceRef) -> bool {
+    let is = |origin: &str| match tap.kind() {
+        TapKind::Git { url, github } => github.as_deref() == Some(origin) || url == origin,
+        TapKind::Index { index_url } => index_url == origin,
+    };
+    is(&source.origin()) || matches!(source, SourceRef::Git { url, .. } if is(url))
+}
+
 /// How much a source is trusted (see the module header).
 pub fn trust_for(hub: &Hub, source: &SourceRef) -> Trust {
     let user = user_taps(hub).unwrap_or_default();
-    let configured = |origin: &str| {
-        user.iter().any(|t| match t.kind() {
-            TapKind::Git { url, github } => github.as_deref() == Some(origin) || url == origin,
-            TapKind::Index { index_url } => index_url == origin,
-        })
-    };
     match source {
         SourceRef::Git {
             github: Some(repo), ..
         } if TRUSTED_REPOS.contains(&repo.as_str()) => Trust::Trusted,
-        _ if configured(&source.origin()) => Trust::Trusted,
-        SourceRef::Git { url, .. } if configured(url) => Trust::Trusted,
+        _ if user.iter().any(|t| offers_source(t, source)) => Trust::Trusted,
         _ => Trust::Community,
     }
+}
+
+/// The installed hub skills (lock.json names) whose source is the tap `repo`. Removing a tap
+/// leaves them installed; `check` and `update` keep reading their recorded source, which is no
+/// longer a configured tap (so no longer `trusted` by that right).
+pub fn installed_from(hub: &Hub, repo: &str) -> Vec<String> {
+    let tap = Tap {
+        repo: normalise(repo),
+        path: String::new(),
+        default: false,
+    };
+    let Ok(lock) = super::LockFile::load(&hub.lock_path()) else {
+        return Vec::new();
+    };
+    lock.installed
+        .iter()
+        .filter(|(_, e)| SourceRef::parse(&e.identifier).is_ok_and(|s| offers_source(&tap, &s)))
+        .map(|(name, _)| name.clone())
+        .collect()
 }
 
 fn cache_path(hub: &Hub, tap: &Tap) -> std::path::PathBuf {
