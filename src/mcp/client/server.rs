@@ -131,9 +131,8 @@ impl Server {
     /// of `max_lifetime_seconds` after connecting and `idle_timeout_seconds` after the last call
     /// (or the connection, if no call came since). `None` for HTTP servers and without limits.
     pub fn recycle_due(&self, connected: Instant) -> Option<(Instant, &'static str)> {
-        if self.entry.command.is_none() {
-            return None;
-        }
+        // Python recycles stdio servers only (an HTTP session costs no process).
+        self.entry.command.as_ref()?;
         let lifetime = self
             .entry
             .lifecycle_seconds("max_lifetime_seconds")
