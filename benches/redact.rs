@@ -3,14 +3,17 @@
 //!
 //! `cargo bench --bench redact`. Figures are printed, not asserted; the target (issue 11) is
 //! ≤ 2 ms per 1 MB result. A clean 1 MB (no secrets, no triggers) is timed too: that is the
-//! common case and is one automaton scan.
+//! common case and is two SIMD scans. Its time, measured in the same process, is the baseline
+//! for a figure that depends less on the machine's load: mixed ÷ clean (minimums). A last row
+//! is hostile text (nested triggers `sk-sk-sk-…`, PEM headers that never end): its cost must stay
+//! a small multiple of the others, not grow with the square of the text.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
 
 use hermes::security::redact::Redactor;
 
-const RUNS: usize = 60;
+const RUNS: usize = 100;
 const SIZE: usize = 1024 * 1024;
 
 fn main() {
@@ -21,9 +24,12 @@ fn main() {
 
     let mixed = mixed_text(&secrets);
     let clean = clean_text();
+    let hostile = hostile_text();
+    let mut minimums = Vec::new();
     for (name, text) in [
         ("mixed (code, logs, env, 40 secrets)", &mixed),
         ("clean prose", &clean),
+        ("hostile (nested triggers)", &hostile),
     ] {
         let mut times = Vec::with_capacity(RUNS);
         let mut redactions = 0;
@@ -42,7 +48,13 @@ fn main() {
             ms(times[RUNS * 9 / 10]),
             ms(times[0]),
         );
+        minimums.push(times[0].as_secs_f64());
     }
+    println!(
+        "redact ratio mixed/clean (min/min): {:.2}; hostile/clean: {:.2}",
+        minimums[0] / minimums[1],
+        minimums[2] / minimums[1]
+    );
 }
 
 fn ms(d: Duration) -> String {
@@ -78,4 +90,18 @@ fn clean_text() -> String {
     let line =
         "The quick brown fox jumps over the lazy dog while the compiler checks every borrow.\n";
     line.repeat(SIZE / line.len() + 1)
+}
+
+/// Triggers inside triggers: a token made of `sk-` prefixes, `token=` chains, and PEM headers
+/// without an end line (each one would read 64 KB).
+fn hostile_text() -> String {
+    let mut out = String::with_capacity(SIZE + 4096);
+    while out.len() < SIZE {
+        out.push_str(&"sk-".repeat(300));
+        out.push('\n');
+        out.push_str(&"token=".repeat(100));
+        out.push('\n');
+        out.push_str(&"-----BEGIN RSA PRIVATE KEY-----\n".repeat(20));
+    }
+    out
 }

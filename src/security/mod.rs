@@ -5,6 +5,7 @@
 pub mod approval;
 pub mod protected;
 pub mod redact;
+mod redact_find;
 pub mod redact_stream;
 pub mod sandbox;
 pub mod scan;

@@ -3,14 +3,14 @@
 //! A `Redactor` knows two things: the exact values of the secrets this process has loaded (API
 //! keys from the environment, `.env`, `auth.json`, config.yaml — see `secrets.rs`) and the shapes
 //! of well-known tokens (`sk-…`, `ghp_…`, `xoxb-…`, Telegram bot tokens, AWS key ids, JWTs, PEM
-//! private keys, `password=…`). Each is found by a case-sensitive Aho-Corasick automaton small
-//! enough for its SIMD prefilter (Teddy): one over the exact values, one over a short literal
-//! that starts each shape (its "trigger": `sk-`, `ghp_`, `-----BEGIN`, `password`, `Token`,
-//! `_KEY`, …, the names in lower, UPPER and Capitalised case and `apiKey`). Only at a trigger hit
-//! is a small anchored regex or a hand scan run, so text without secrets costs two vectorised
-//! scans (a 1 MB tool result in well under the 2 ms target; `cargo bench --bench redact`).
-//! (One case-insensitive automaton over both, the first design, gets no prefilter at all:
-//! 1.7 ms per clean MB and ~9 ms for a secret-heavy one.)
+//! private keys, `password=…`). Each is found by a case-sensitive SIMD literal search (Teddy,
+//! `redact_find.rs`): one over a rare slice of each exact value, one over a short literal that
+//! starts each shape (its "trigger": `sk-`, `ghp_`, `-----BEGIN`, `password`, `Token`, `_KEY`, …,
+//! the names in lower, UPPER and Capitalised case and `apiKey`). Only at a trigger hit is a small
+//! anchored regex or a hand scan run, so text without secrets costs two vectorised scans (a 1 MB
+//! tool result in well under the 2 ms target; `cargo bench --bench redact`). (One
+//! case-insensitive automaton over both, the first design, gets no prefilter at all: 1.7 ms per
+//! clean MB and ~9 ms for a secret-heavy one.)
 //!
 //! `redact()` (a shared pattern-only redactor) remains for call sites that have no process state
 //! (error bodies, the compaction transcript).
@@ -18,8 +18,9 @@
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use regex::Regex;
+
+use crate::security::redact_find::{Hits, Literals, ValueIndex};
 
 /// What replaces a secret.
 pub const REDACTED: &str = "[REDACTED]";
@@ -37,6 +38,24 @@ enum Shape {
     Bearer,
     /// `password=…`, `"api_key": "…"`, `GITHUB_TOKEN=…`: the name stays, the value goes.
     Named,
+}
+
+/// How far past its trigger a token or an unquoted value is looked for.
+const TOKEN_WINDOW: usize = 4096;
+/// How far past its `-----BEGIN` line a PEM block's end is looked for.
+const PEM_WINDOW: usize = 64 * 1024;
+
+impl Shape {
+    /// The most bytes checking one trigger of this shape may read.
+    fn scan_limit(self) -> usize {
+        match self {
+            Shape::Prefixed(i) if PREFIXED[i].0 == "-----BEGIN" => PEM_WINDOW,
+            Shape::Prefixed(_) | Shape::Bearer => TOKEN_WINDOW,
+            Shape::Telegram => 64,
+            // The rest of the name, blanks, then the value.
+            Shape::Named => TOKEN_WINDOW + 64,
+        }
+    }
 }
 
 /// Prefixed token shapes: (trigger literal, regex anchored at the trigger).
@@ -87,8 +106,8 @@ const NAMES: &[&str] = &[
 struct Shapes {
     /// Trigger literals in automaton order, then their shapes.
     triggers: Vec<(String, Shape)>,
-    /// The automaton over `triggers` (built once per process).
-    automaton: Option<AhoCorasick>,
+    /// The search over `triggers` (built once per process).
+    automaton: Option<Literals>,
     prefixed: Vec<Regex>,
     telegram: Regex,
     bearer: Regex,
@@ -115,7 +134,8 @@ static SHAPES: LazyLock<Shapes> = LazyLock::new(|| {
     for word in ["apiKey", "ApiKey", "APIKey"] {
         triggers.push((word.to_string(), Shape::Named));
     }
-    let automaton = build_automaton(triggers.iter().map(|(t, _)| t.as_str()));
+    let literals: Vec<&str> = triggers.iter().map(|(t, _)| t.as_str()).collect();
+    let automaton = Literals::new(&literals, Hits::Dense);
     Shapes {
         triggers,
         automaton,
@@ -146,31 +166,6 @@ fn case_variants(word: &str) -> Vec<String> {
     out
 }
 
-/// A leftmost-longest, case-sensitive automaton (the kind that gets the packed prefilter).
-fn build_automaton<'a>(literals: impl IntoIterator<Item = &'a str>) -> Option<AhoCorasick> {
-    let literals: Vec<&str> = literals.into_iter().collect();
-    if literals.is_empty() {
-        return None;
-    }
-    let built = AhoCorasickBuilder::new()
-        .match_kind(MatchKind::LeftmostLongest)
-        .kind(Some(AhoCorasickKind::DFA))
-        .build(&literals)
-        .or_else(|_| {
-            AhoCorasickBuilder::new()
-                .match_kind(MatchKind::LeftmostLongest)
-                .build(&literals)
-        });
-    match built {
-        Ok(a) => Some(a),
-        Err(e) => {
-            // Only absurd inputs (gigabytes of secrets) get here.
-            tracing::warn!(error = %e, "cannot build a redaction automaton");
-            None
-        }
-    }
-}
-
 fn never_matches() -> Regex {
     #[allow(clippy::unwrap_used)] // a constant, valid pattern
     Regex::new(r"[^\s\S]").unwrap()
@@ -193,7 +188,7 @@ pub struct SecretSpan {
 #[derive(Clone)]
 pub struct Redactor {
     /// Over the exact values (`None` without any).
-    values: Option<AhoCorasick>,
+    values: Option<ValueIndex>,
     secrets: Vec<String>,
     enabled: bool,
 }
@@ -229,7 +224,7 @@ impl Redactor {
         secrets.sort();
         secrets.dedup();
         Redactor {
-            values: build_automaton(secrets.iter().map(String::as_str)),
+            values: ValueIndex::new(&secrets),
             secrets,
             enabled,
         }
@@ -271,71 +266,72 @@ impl Redactor {
         }
     }
 
-    /// Calls `found` for every secret in `text`, in order, never overlapping (also when the
-    /// redactor is disabled: the caller decides).
+    /// Calls `found` for every secret in `text`, in order, never overlapping: secrets that
+    /// overlap are reported as one (also when the redactor is disabled: the caller decides).
     pub fn find_secrets(&self, text: &str, mut found: impl FnMut(SecretSpan)) {
-        // Known values first (usually none in a text): merged with the shapes by position.
-        let mut values: Vec<(usize, usize)> = Vec::new();
-        if let Some(ac) = &self.values {
-            values.extend(ac.find_iter(text).map(|m| (m.start(), m.end())));
+        let bytes = text.as_bytes();
+        // Every occurrence of every known value (overlapping ones too) and every shape; where
+        // two overlap, their union is one secret.
+        let mut spans: Vec<SecretSpan> = Vec::new();
+        if let Some(index) = &self.values {
+            index.find(&self.secrets, bytes, |start, end| {
+                spans.push(SecretSpan {
+                    context: start,
+                    start,
+                    end,
+                })
+            });
         }
-        let mut next_value = 0usize;
-        let mut done = 0usize;
-        let mut emit = |span: SecretSpan, done: &mut usize| {
-            if span.start >= *done {
-                found(span);
-                *done = span.end;
-            }
-        };
         let shapes = &*SHAPES;
-        if let Some(ac) = &shapes.automaton {
-            // One pass: a rejected trigger is skipped whole (no trigger starts inside another),
-            // hits inside an accepted secret are ignored.
-            for m in ac.find_iter(text) {
-                if m.start() < done {
-                    continue;
+        if let Some(triggers) = &shapes.automaton {
+            // Every trigger is looked at, also one inside another (`sk-key=…`: `sk-` fails,
+            // `-key` holds) or inside a secret already found (`token: abcSecret = hunter2…`:
+            // the second name's value runs past the first). Each look may read a window
+            // (`Shape::scan_limit`), and text made of nested triggers (`sk-sk-sk-…`) would make
+            // the looks inside found secrets quadratic: past a budget of a few readings of the
+            // whole text, those are skipped (the secrets around them are hidden anyway).
+            let mut budget = 4 * text.len() + 256 * 1024;
+            let mut covered = 0;
+            let mut at = 0;
+            while let Some((pattern, m_start, m_end)) = triggers.find_at(bytes, at) {
+                at = m_start + 1;
+                let shape = shapes.triggers[pattern].1;
+                if m_start < covered {
+                    let Some(left) = budget.checked_sub(shape.scan_limit()) else {
+                        at = covered;
+                        continue;
+                    };
+                    budget = left;
                 }
-                let Some((start, end)) =
-                    shape_span(text, m.start(), m.end(), shapes.triggers[m.pattern()].1)
-                else {
-                    continue;
-                };
-                let context = start.min(m.start());
-                while let Some(&(vs, ve)) = values.get(next_value)
-                    && vs < context
-                {
-                    emit(
-                        SecretSpan {
-                            context: vs,
-                            start: vs,
-                            end: ve,
-                        },
-                        &mut done,
-                    );
-                    next_value += 1;
-                }
-                if start < done {
-                    continue;
-                }
-                emit(
-                    SecretSpan {
-                        context,
+                if let Some((start, end)) = shape_span(text, m_start, m_end, shape) {
+                    spans.push(SecretSpan {
+                        context: start.min(m_start),
                         start,
                         end,
-                    },
-                    &mut done,
-                );
+                    });
+                    covered = covered.max(end);
+                }
             }
         }
-        for &(vs, ve) in &values[next_value..] {
-            emit(
-                SecretSpan {
-                    context: vs,
-                    start: vs,
-                    end: ve,
-                },
-                &mut done,
-            );
+        if spans.len() > 1 {
+            spans.sort_unstable_by_key(|s| (s.start, std::cmp::Reverse(s.end)));
+        }
+        let mut current: Option<SecretSpan> = None;
+        for span in spans {
+            match &mut current {
+                Some(c) if span.start < c.end => {
+                    c.end = c.end.max(span.end);
+                    c.context = c.context.min(span.context);
+                }
+                _ => {
+                    if let Some(c) = current.replace(span) {
+                        found(c);
+                    }
+                }
+            }
+        }
+        if let Some(c) = current {
+            found(c);
         }
     }
 
@@ -362,6 +358,39 @@ fn window(text: &str, start: usize, n: usize) -> &str {
     &text[start..end]
 }
 
+/// Bytes that may continue a name: `api_key_id`, `token.value`.
+const NAME_TAIL: [bool; 256] = byte_set(ByteClass::Alphanumeric, b"_.-");
+/// Bytes that end an unquoted value.
+const VALUE_STOP: [bool; 256] = byte_set(ByteClass::BlankOrControl, b"\"',;&<>(){}[]`|");
+
+#[derive(Clone, Copy)]
+enum ByteClass {
+    Alphanumeric,
+    BlankOrControl,
+}
+
+/// A 256-entry table of the bytes in `class` or `extra`, built at compile time: the hand scans
+/// run on ~25,000 rejected names per MB of code, and a lookup per byte beats a comparison
+/// with each member.
+const fn byte_set(class: ByteClass, extra: &[u8]) -> [bool; 256] {
+    let mut set = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let byte = b as u8;
+        set[b] = match class {
+            ByteClass::Alphanumeric => byte.is_ascii_alphanumeric(),
+            ByteClass::BlankOrControl => byte.is_ascii_whitespace() || byte.is_ascii_control(),
+        };
+        b += 1;
+    }
+    let mut i = 0;
+    while i < extra.len() {
+        set[extra[i] as usize] = true;
+        i += 1;
+    }
+    set
+}
+
 fn is_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
@@ -377,11 +406,7 @@ fn shape_span(text: &str, start: usize, end: usize, shape: Shape) -> Option<(usi
                 return None;
             }
             // A PEM block may be long; other tokens are short.
-            let limit = if PREFIXED[i].0 == "-----BEGIN" {
-                64 * 1024
-            } else {
-                4096
-            };
+            let limit = shape.scan_limit();
             let m = shapes.prefixed[i].find(window(text, start, limit))?;
             Some((start, start + m.end()))
         }
@@ -401,7 +426,7 @@ fn shape_span(text: &str, start: usize, end: usize, shape: Shape) -> Option<(usi
             if word_before {
                 return None;
             }
-            let caps = shapes.bearer.captures(window(text, start, 4096))?;
+            let caps = shapes.bearer.captures(window(text, start, TOKEN_WINDOW))?;
             let token = caps.get(1)?;
             Some((start + token.start(), start + token.end()))
         }
@@ -418,7 +443,7 @@ fn named_value(text: &str, name_end: usize) -> Option<(usize, usize)> {
     let mut i = name_end;
     // The rest of the name (`api_key_id`, `token.value`), a closing quote, blanks.
     let name_limit = (name_end + 40).min(len);
-    while i < name_limit && (b[i].is_ascii_alphanumeric() || b"_.-".contains(&b[i])) {
+    while i < name_limit && NAME_TAIL[usize::from(b[i])] {
         i += 1;
     }
     if i < len && (b[i] == b'"' || b[i] == b'\'') {
@@ -475,14 +500,10 @@ fn named_value(text: &str, name_end: usize) -> Option<(usize, usize)> {
     let value_start = i;
     let value_len = match quote {
         None => {
-            let rest = &b[i..len.min(i + 4096)];
+            let rest = &b[i..len.min(i + TOKEN_WINDOW)];
             let n = rest
                 .iter()
-                .position(|&c| {
-                    c.is_ascii_whitespace()
-                        || c.is_ascii_control()
-                        || b"\"',;&<>(){}[]`|".contains(&c)
-                })
+                .position(|&c| VALUE_STOP[usize::from(c)])
                 .unwrap_or(rest.len());
             // `token = make_token(...)`, `key = items[0]`: code, not a value.
             if matches!(rest.get(n), Some(b'(') | Some(b'[')) {
@@ -500,8 +521,12 @@ fn named_value(text: &str, name_end: usize) -> Option<(usize, usize)> {
             }
         }
     };
+    // Fewer than 6 bytes is fewer than 6 characters: most rejections need no count.
+    if value_len < 6 {
+        return None;
+    }
     let value = text.get(value_start..value_start + value_len)?;
-    if value.chars().count() < 6 || is_placeholder(value) {
+    if (value_len < 24 && value.chars().count() < 6) || is_placeholder(value) {
         return None;
     }
     Some((value_start, value_start + value_len))
@@ -575,3 +600,7 @@ pub fn redact_value(text: &str, secret: &str) -> String {
 #[cfg(test)]
 #[path = "redact_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "redact_prop_tests.rs"]
+mod prop_tests;

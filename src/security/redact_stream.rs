@@ -10,7 +10,7 @@
 //! a PEM block without its end line) and is held back entirely. `finish` lets out the rest.
 //! What comes out is redacted by the process `Redactor`, exactly as the persisted text is.
 
-use crate::security::redact::Redactor;
+use crate::security::redact::{REDACTED, Redactor, SecretSpan};
 
 /// The shortest tail held back: more than any token shape needs to be recognised (a 48-byte
 /// `name=` prefix and a 6-byte value, a 10-digit bot id + `:AA` + 33, `AIza` + 35).
@@ -42,13 +42,23 @@ impl<'a> StreamRedactor<'a> {
         if self.pending.len() < self.hold * 2 {
             return None;
         }
-        let cut = self.safe_cut();
+        let (cut, spans) = self.safe_cut();
         if cut == 0 {
             return None;
         }
-        let rest = self.pending.split_off(cut);
-        let ready = std::mem::replace(&mut self.pending, rest);
-        Some(self.redactor.redact_string(ready))
+        // Redacted with the secrets found in all that arrived, not by redacting the released
+        // part alone: cut off there, an open quote (`token: "abc…`) would run to its end and hide
+        // text the whole answer shows (its value is rejected once the rest is seen).
+        let mut ready = String::with_capacity(cut);
+        let mut copied = 0;
+        for span in spans.iter().take_while(|s| s.end <= cut) {
+            ready.push_str(&self.pending[copied..span.start]);
+            ready.push_str(REDACTED);
+            copied = span.end;
+        }
+        ready.push_str(&self.pending[copied..cut]);
+        self.pending.drain(..cut);
+        Some(ready)
     }
 
     /// The end of the stream: everything still held, redacted.
@@ -57,8 +67,9 @@ impl<'a> StreamRedactor<'a> {
         (!rest.is_empty()).then(|| self.redactor.redact_string(rest))
     }
 
-    /// The longest prefix of `pending` no later delta can turn into (part of) a secret.
-    fn safe_cut(&self) -> usize {
+    /// The longest prefix of `pending` no later delta can turn into (part of) a secret, and the
+    /// secrets in `pending`.
+    fn safe_cut(&self) -> (usize, Vec<SecretSpan>) {
         let text = self.pending.as_str();
         let mut cut = text.len().saturating_sub(self.hold);
         while cut > 0 && !text.is_char_boundary(cut) {
@@ -80,14 +91,13 @@ impl<'a> StreamRedactor<'a> {
         {
             cut = cut.min(last.context);
         }
-        cut
+        (cut, spans)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::security::redact::REDACTED;
 
     /// Streams `text` in chunks of `n` bytes (on char boundaries) and joins what comes out.
     fn stream(redactor: &Redactor, text: &str, n: usize) -> String {
