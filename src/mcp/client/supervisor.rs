@@ -227,7 +227,8 @@ async fn connect_and_list(
     Ok((conn, count))
 }
 
-/// Replaces the server's tools in the catalog (sessions already running keep theirs).
+/// Replaces the server's tools in the catalog at once (sessions already running keep theirs;
+/// one selecting now sees the old list or the new one, never part of it).
 pub fn register(
     server: &Arc<Server>,
     catalog: &ToolCatalog,
@@ -235,8 +236,7 @@ pub fn register(
     capabilities: &Value,
 ) -> usize {
     let toolset = names::toolset(&server.name);
-    catalog.deregister_toolset(&toolset);
-    let mut count = 0;
+    let mut built: Vec<Arc<dyn crate::tools::registry::Tool>> = Vec::new();
     for tool in tools.iter().filter(|t| server.entry.allows_tool(&t.name)) {
         let name = names::tool_name(&server.name, &tool.name);
         let description = tool.description.as_deref().unwrap_or("").to_string();
@@ -250,13 +250,9 @@ pub fn register(
             .read_only(server.parallel())
             .with_availability(server.availability.clone())
             .offered_while_unavailable(true);
-        match catalog.register(Arc::new(dynamic)) {
-            Ok(()) => count += 1,
-            Err(e) => {
-                tracing::warn!(server = %server.name, tool = %name, error = %e, "MCP tool not registered")
-            }
-        }
+        built.push(Arc::new(dynamic));
     }
+    let count = built.len();
     let mut utilities = Vec::new();
     if capabilities.get("resources").is_some_and(|v| !v.is_null()) {
         utilities.extend([Utility::ListResources, Utility::ReadResource]);
@@ -280,9 +276,11 @@ pub fn register(
         .read_only(true)
         .with_availability(server.availability.clone())
         .offered_while_unavailable(true);
-        if let Err(e) = catalog.register(Arc::new(dynamic)) {
-            tracing::warn!(server = %server.name, tool = %name, error = %e, "MCP utility not registered");
-        }
+        built.push(Arc::new(dynamic));
     }
-    count
+    let errors = catalog.replace_toolset(&toolset, built);
+    for (tool, e) in &errors {
+        tracing::warn!(server = %server.name, %tool, error = %e, "MCP tool not registered");
+    }
+    count.saturating_sub(errors.len())
 }
