@@ -1,5 +1,7 @@
 //! The HTTP client setup shared by the model providers and the platform adapters: a rustls
-//! crypto provider installed, and a bounded pool of idle connections.
+//! crypto provider installed, TLS whose root certificates load at the first handshake
+//! (`tls.rs`: building a client reads no certificate files), and a bounded pool of idle
+//! connections.
 //!
 //! reqwest keeps every connection it ever needed at once (90 s idle, no count limit). In the
 //! gateway, a burst of parallel turns left dozens of idle connections with their buffers for the
@@ -21,11 +23,20 @@ fn ensure_crypto_provider() {
     }
 }
 
-/// A client builder with the crypto provider in place and the idle pool bounded.
+/// A client builder with the crypto provider in place, lazily loaded TLS roots and the idle
+/// pool bounded.
 pub fn client_builder(connect_timeout: Duration) -> reqwest::ClientBuilder {
     ensure_crypto_provider();
-    reqwest::Client::builder()
+    let builder = reqwest::Client::builder()
         .connect_timeout(connect_timeout)
         .pool_max_idle_per_host(MAX_IDLE_PER_HOST)
-        .pool_idle_timeout(IDLE_TIMEOUT)
+        .pool_idle_timeout(IDLE_TIMEOUT);
+    match super::tls::client_config() {
+        Ok(tls) => builder.tls_backend_preconfigured(tls),
+        // Not expected (ring supports the default versions); reqwest's own set-up still works.
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot prepare the lazy TLS set-up; using reqwest's");
+            builder
+        }
+    }
 }

@@ -11,6 +11,7 @@ pub mod provider;
 pub mod retry;
 mod stream_driver;
 pub mod text_tool_calls;
+pub mod tls;
 pub mod types;
 pub mod usage_estimate;
 
@@ -40,6 +41,7 @@ pub fn client_with_http(
     provider: &Provider,
     http: &reqwest::Client,
 ) -> Result<std::sync::Arc<dyn LlmClient>, LlmError> {
+    prewarm_tls(provider);
     match provider.wire_api {
         WireApi::ChatCompletions => Ok(std::sync::Arc::new(openai::OpenAiClient::with_http(
             provider.clone(),
@@ -53,6 +55,7 @@ pub fn client_with_http(
 
 /// Builds the client for a resolved provider.
 pub fn client_for(provider: &Provider) -> Result<std::sync::Arc<dyn LlmClient>, LlmError> {
+    prewarm_tls(provider);
     match provider.wire_api {
         WireApi::ChatCompletions => Ok(std::sync::Arc::new(openai::OpenAiClient::new(
             provider.clone(),
@@ -60,5 +63,13 @@ pub fn client_for(provider: &Provider) -> Result<std::sync::Arc<dyn LlmClient>, 
         WireApi::AnthropicMessages => Ok(std::sync::Arc::new(anthropic::AnthropicClient::new(
             provider.clone(),
         )?)),
+    }
+}
+
+/// A model on `https://` needs the system's root certificates for its first request: start
+/// loading them now, beside the rest of start-up (a plain `http://` server never needs them).
+fn prewarm_tls(provider: &Provider) {
+    if tls::needs_roots(&provider.base_url) {
+        tls::prewarm();
     }
 }

@@ -314,8 +314,7 @@ pub async fn list_models_for(
         #[serde(alias = "name", alias = "model")]
         id: String,
     }
-    let client = reqwest::Client::builder()
-        .connect_timeout(timeout)
+    let client = crate::llm::http::client_builder(timeout)
         .timeout(timeout)
         .build()
         .ok()?;

@@ -6,7 +6,10 @@
 //! Descriptions come from skill authors (hubs, the agent itself): each one passes the shared
 //! scanner (`security::scan`, origin `SkillDescription`) and one it flags is shown as
 //! `[description withheld: <reason>]`, so the prompt never carries it; the skill itself stays
-//! listed (its name is validated on load).
+//! listed (its name is validated on load). The home store remembers each verdict by the
+//! text's SHA-256 (`SkillStore::screen`, persisted with the store index for the same binary),
+//! so a new process does not compile the scanner's rule set before its first request just to
+//! re-check descriptions it has already checked.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -14,7 +17,7 @@ use std::sync::Arc;
 
 use crate::security::scan::{self, Origin};
 
-use crate::skills::store::SkillInfo;
+use crate::skills::store::{SkillInfo, SkillStore};
 
 const TEMPLATE: &str = include_str!("../prompts/skills_index.md.j2");
 /// The whole index (instructions included) must fit in this many bytes.
@@ -41,11 +44,29 @@ struct Group<'a> {
 /// `description` as the model may see it: the text itself, or the withheld notice when the
 /// guard flags it (for `skills_list` and `skill_view`, which show descriptions outside the index).
 pub fn shown_description(description: &str) -> Cow<'_, str> {
-    match Shown::of(description) {
+    shown_with(description, &scan_reason)
+}
+
+/// [`shown_description`] with the verdicts `store` remembers.
+pub fn shown_description_in<'a>(store: &SkillStore, description: &'a str) -> Cow<'a, str> {
+    shown_with(description, &|text| store.screen(text))
+}
+
+fn shown_with<'a>(description: &'a str, screen: Screen) -> Cow<'a, str> {
+    match Shown::of(description, screen) {
         Shown::Text(t) => Cow::Borrowed(t),
         Shown::Withheld(notice) => Cow::Owned(notice),
     }
 }
+
+/// Why the guard withholds a description from the model, or `None` when it may be shown.
+pub fn scan_reason(text: &str) -> Option<String> {
+    let verdict = scan::scan(text, Origin::SkillDescription);
+    (!verdict.is_safe()).then(|| verdict.reason())
+}
+
+/// Decides whether a description may be shown: [`scan_reason`] or a store's remembered verdict.
+type Screen<'s> = &'s dyn Fn(&str) -> Option<String>;
 
 /// A description as the index may show it.
 enum Shown<'a> {
@@ -55,16 +76,15 @@ enum Shown<'a> {
 }
 
 impl<'a> Shown<'a> {
-    fn of(text: &'a str) -> Shown<'a> {
-        let verdict = scan::scan(text, Origin::SkillDescription);
-        if verdict.is_safe() {
-            Shown::Text(text)
-        } else {
-            tracing::warn!(reason = %verdict.reason(), "skill description withheld from the prompt");
-            Shown::Withheld(format!(
-                "[description withheld: flagged by the guard ({})]",
-                verdict.reason()
-            ))
+    fn of(text: &'a str, screen: Screen) -> Shown<'a> {
+        match screen(text) {
+            None => Shown::Text(text),
+            Some(reason) => {
+                tracing::warn!(%reason, "skill description withheld from the prompt");
+                Shown::Withheld(format!(
+                    "[description withheld: flagged by the guard ({reason})]"
+                ))
+            }
         }
     }
 
@@ -86,6 +106,25 @@ pub fn render(
     categories: &BTreeMap<String, Option<String>>,
     budget: usize,
 ) -> String {
+    render_screened(skills, categories, budget, &scan_reason)
+}
+
+/// [`render`] with the verdicts `store` remembers (the system prompt's index).
+pub fn render_for(
+    store: &SkillStore,
+    skills: &[Arc<SkillInfo>],
+    categories: &BTreeMap<String, Option<String>>,
+    budget: usize,
+) -> String {
+    render_screened(skills, categories, budget, &|text| store.screen(text))
+}
+
+fn render_screened(
+    skills: &[Arc<SkillInfo>],
+    categories: &BTreeMap<String, Option<String>>,
+    budget: usize,
+    screen: Screen,
+) -> String {
     let mut groups: BTreeMap<&str, Group> = BTreeMap::new();
     for skill in skills {
         let cat = skill.category.as_deref().unwrap_or(UNCATEGORIZED);
@@ -96,11 +135,11 @@ pub fn render(
                 description: categories
                     .get(cat)
                     .and_then(|d| d.as_deref())
-                    .map(Shown::of),
+                    .map(|d| Shown::of(d, screen)),
                 skills: Vec::new(),
             })
             .skills
-            .push((skill, Shown::of(&skill.description)));
+            .push((skill, Shown::of(&skill.description, screen)));
     }
     let groups: Vec<Group> = groups.into_values().collect();
     let mut shapes = vec![Shape::Full; groups.len()];

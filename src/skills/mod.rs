@@ -45,11 +45,10 @@ pub fn prompt_index(config: &Config, store: &SkillStore, tool_names: &[String]) 
         .into_iter()
         .filter(|s| s.shown_with(tool_names, &config.custom_toolsets))
         .collect();
-    Some(index::render(
-        &shown,
-        &scan.categories,
-        index::MAX_INDEX_BYTES,
-    ))
+    let text = index::render_for(store, &shown, &scan.categories, index::MAX_INDEX_BYTES);
+    // Verdicts found while rendering (a new or edited description) are kept for the next start.
+    store.save_cache();
+    Some(text)
 }
 
 /// The user message for `/<skill-name> text` in the REPL: the skill's content with its

@@ -165,6 +165,25 @@ impl SkillStore {
         &self.home_root
     }
 
+    /// The parse cache (tests look inside).
+    #[cfg(test)]
+    pub(crate) fn parse_cache(&self) -> &ParseCache {
+        &self.cache
+    }
+
+    /// Writes the persistent parse cache if something changed since the last scan wrote it.
+    pub fn save_cache(&self) {
+        self.cache.save();
+    }
+
+    /// Why the guard withholds `description` from the model (`None`: it may be shown), from
+    /// the verdict this store remembers for the same text, else from a scan.
+    pub fn screen(&self, description: &str) -> Option<String> {
+        self.cache.verdict(description, || {
+            crate::skills::index::scan_reason(description)
+        })
+    }
+
     /// Walks every root; parses only SKILL.md files that changed since the last scan (or, with
     /// the persistent index, since any process last parsed them).
     pub fn scan(&self) -> Scan {

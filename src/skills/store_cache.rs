@@ -10,6 +10,12 @@
 //! directories) and keeps its own hub files there under other names, so the file is invisible
 //! to it and shared by every hermes process of the home.
 //!
+//! The file also keeps the scanner's verdicts on descriptions (`verdict`: by SHA-256 of the
+//! text), so a new process does not compile the scanner's rule set — the largest single cost
+//! before the first model request — to re-check descriptions already checked. Verdicts are
+//! trusted only from the same binary (`build`: the executable's size and mtime): a new build may
+//! carry new rules, and then every description is scanned again.
+//!
 //! Correctness before speed:
 //! - an entry is used only when path, size and mtime (nanoseconds) all match;
 //! - a file modified less than `RACY_SECS` before it was parsed is "racy" (a second edit in the
@@ -56,6 +62,20 @@ struct OnDisk {
     entries: Vec<DiskEntry>,
     #[serde(default)]
     dirs: Vec<DiskDir>,
+    /// The binary that wrote `verdicts` (see [`build_id`]); empty when unknown.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    build: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    verdicts: Vec<DiskVerdict>,
+}
+
+/// The scanner's verdict on one description: withheld with a reason, or safe.
+#[derive(Serialize, Deserialize)]
+struct DiskVerdict {
+    /// Hex SHA-256 of the description text.
+    sha256: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    withheld: Option<String>,
 }
 
 /// A directory's subdirectories (and symlinks, which may point at one) at one mtime.
@@ -161,6 +181,13 @@ struct Inner {
     loaded: bool,
     /// Something changed since the file was read or written.
     dirty: bool,
+    /// Scanner verdicts by SHA-256 of the text: `None` safe, `Some(reason)` withheld.
+    verdicts: HashMap<[u8; 32], Option<String>>,
+    /// Verdicts asked for by this process (the others are dropped when the table outgrows
+    /// the skills it could be about).
+    used_verdicts: HashSet<[u8; 32]>,
+    /// This binary's identity, when the file is persistent and it can be read.
+    build: Option<String>,
 }
 
 /// Parsed SKILL.md files by path; shared by a store and its clones.
@@ -273,11 +300,32 @@ impl ParseCache {
         );
     }
 
+    /// The scanner's verdict on `text` (`None`: it may be shown), remembered by the text's
+    /// SHA-256; `scan` runs only for a text not seen before (by this binary).
+    pub fn verdict(&self, text: &str, scan: impl FnOnce() -> Option<String>) -> Option<String> {
+        let key = verdict_key(text);
+        {
+            let mut inner = self.lock();
+            inner.load_once();
+            inner.used_verdicts.insert(key);
+            if let Some(hit) = inner.verdicts.get(&key) {
+                return hit.clone();
+            }
+        }
+        let verdict = scan();
+        let mut inner = self.lock();
+        inner.verdicts.insert(key, verdict.clone());
+        if inner.build.is_some() {
+            inner.dirty = true;
+        }
+        verdict
+    }
+
     /// After a full scan: forgets the files and directories the scan did not see and writes
     /// the file if anything changed. A write failure is logged (the next process parses
     /// again), never an error.
     pub fn finish_scan(&self, seen: &HashSet<PathBuf>, seen_dirs: &HashSet<PathBuf>) {
-        let (file, bytes) = {
+        {
             let mut inner = self.lock();
             let before = inner.entries.len() + inner.dirs.len();
             inner.entries.retain(|p, _| seen.contains(p));
@@ -285,6 +333,15 @@ impl ParseCache {
             if inner.entries.len() + inner.dirs.len() != before {
                 inner.dirty = true;
             }
+        }
+        self.save();
+    }
+
+    /// Writes the file if anything changed since it was read or written (new verdicts after
+    /// the system prompt's index was rendered). A failure is logged, never an error.
+    pub fn save(&self) {
+        let (file, bytes) = {
+            let mut inner = self.lock();
             let Some(file) = inner.file.clone() else {
                 return;
             };
@@ -312,6 +369,10 @@ impl Inner {
             return;
         }
         self.loaded = true;
+        if self.file.is_none() {
+            return;
+        }
+        self.build = build_id();
         let Some(file) = &self.file else { return };
         let bytes = match std::fs::read(file) {
             Ok(bytes) => bytes,
@@ -334,6 +395,16 @@ impl Inner {
             tracing::info!(path = %file.display(), "the skill index cache is from another hermes version; rebuilding it");
             self.dirty = true;
             return;
+        }
+        if self.build.as_deref() == Some(disk.build.as_str()) {
+            for v in disk.verdicts {
+                if let Some(key) = parse_key(&v.sha256) {
+                    self.verdicts.insert(key, v.withheld);
+                }
+            }
+        } else if !disk.verdicts.is_empty() {
+            // Another binary's verdicts (its rules may differ): scanned again, then rewritten.
+            self.dirty = true;
         }
         for d in disk.dirs {
             self.dirs.insert(
@@ -402,16 +473,73 @@ impl Inner {
             })
             .collect();
         dirs.sort_by(|a, b| a.path.cmp(&b.path));
+        let (build, verdicts) = match &self.build {
+            Some(build) => (build.clone(), self.disk_verdicts()),
+            None => (String::new(), Vec::new()),
+        };
         let disk = OnDisk {
             format: FORMAT,
             hermes: env!("CARGO_PKG_VERSION").to_string(),
             entries,
             dirs,
+            build,
+            verdicts,
         };
         serde_json::to_vec(&disk)
             .map_err(|e| tracing::warn!(error = %e, "cannot encode the skill index cache"))
             .ok()
     }
+}
+
+impl Inner {
+    /// The verdicts to write, sorted: all of them while the table is small for the skills it
+    /// serves, else only those this process used (descriptions since edited or removed go).
+    fn disk_verdicts(&self) -> Vec<DiskVerdict> {
+        let keep_all = self.verdicts.len() <= 2 * self.entries.len() + 64;
+        let mut out: Vec<DiskVerdict> = self
+            .verdicts
+            .iter()
+            .filter(|(key, _)| keep_all || self.used_verdicts.contains(*key))
+            .map(|(key, withheld)| DiskVerdict {
+                sha256: hex(key),
+                withheld: withheld.clone(),
+            })
+            .collect();
+        out.sort_by(|a, b| a.sha256.cmp(&b.sha256));
+        out
+    }
+}
+
+/// The verdict key of a description (the origin is part of it: a verdict is per origin).
+fn verdict_key(text: &str) -> [u8; 32] {
+    use sha2::Digest;
+    let mut hasher = sha2::Sha256::new();
+    hasher.update(b"skill-description\0");
+    hasher.update(text.as_bytes());
+    hasher.finalize().into()
+}
+
+fn hex(key: &[u8; 32]) -> String {
+    key.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn parse_key(hex: &str) -> Option<[u8; 32]> {
+    if hex.len() != 64 {
+        return None;
+    }
+    let mut key = [0u8; 32];
+    for (i, byte) in key.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(key)
+}
+
+/// This binary's identity: the executable's size and mtime. Verdicts written by another build
+/// are not trusted (its scanner rules may differ); `None` (no readable executable) keeps
+/// verdicts in memory only.
+fn build_id() -> Option<String> {
+    let meta = std::fs::metadata(std::env::current_exe().ok()?).ok()?;
+    Some(format!("{}-{}", meta.len(), mtime_ns(&meta)?))
 }
 
 #[cfg(test)]

@@ -200,3 +200,77 @@ fn unchanged_directories_are_not_read_again_and_a_changed_one_is() {
         .collect();
     assert_eq!(names, ["a", "c", "inner"]);
 }
+
+/// A store as a new process builds it, with a counting scanner: verdicts found once are reused
+/// by the next process (no scan), persisted with the index, and a withheld one stays withheld.
+#[test]
+fn scanner_verdicts_are_remembered_across_processes() {
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    write(r, "a", "one");
+    let scans = std::cell::Cell::new(0);
+    let screen = |store: &SkillStore, text: &str| {
+        store.scan();
+        let verdict = store_cache(store).verdict(text, || {
+            scans.set(scans.get() + 1);
+            (text == "evil").then(|| "prompt_injection".to_string())
+        });
+        store.save_cache();
+        verdict
+    };
+    let first = store(r);
+    assert_eq!(screen(&first, "fine"), None);
+    assert_eq!(screen(&first, "evil").as_deref(), Some("prompt_injection"));
+    assert_eq!(scans.get(), 2);
+    // Same process: from memory.
+    assert_eq!(screen(&first, "fine"), None);
+    assert_eq!(scans.get(), 2);
+    let index = std::fs::read_to_string(r.join(INDEX_FILE)).unwrap();
+    assert!(index.contains("\"verdicts\""), "{index}");
+    assert!(
+        !index.contains("fine"),
+        "texts are stored as hashes: {index}"
+    );
+    // A new process: from the file, no scan.
+    let second = store(r);
+    assert_eq!(screen(&second, "evil").as_deref(), Some("prompt_injection"));
+    assert_eq!(screen(&second, "fine"), None);
+    assert_eq!(scans.get(), 2);
+    // Another text: scanned.
+    assert_eq!(screen(&second, "fine too"), None);
+    assert_eq!(scans.get(), 3);
+}
+
+/// Verdicts written by another build are not trusted: its scanner rules may differ.
+#[test]
+fn another_builds_verdicts_are_scanned_again() {
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    write(r, "a", "one");
+    let first = store(r);
+    first.scan();
+    store_cache(&first).verdict("text", || None);
+    first.save_cache();
+    let path = r.join(INDEX_FILE);
+    let mut disk: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert!(
+        disk["build"].as_str().is_some_and(|b| !b.is_empty()),
+        "{disk}"
+    );
+    disk["build"] = "another-build".into();
+    std::fs::write(&path, disk.to_string()).unwrap();
+    let second = store(r);
+    second.scan();
+    let scanned = std::cell::Cell::new(false);
+    let verdict = store_cache(&second).verdict("text", || {
+        scanned.set(true);
+        Some("rule".into())
+    });
+    assert!(scanned.get());
+    assert_eq!(verdict.as_deref(), Some("rule"));
+}
+
+fn store_cache(store: &SkillStore) -> &ParseCache {
+    store.parse_cache()
+}

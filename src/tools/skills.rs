@@ -48,7 +48,7 @@ pub fn list(store: &SkillStore, category: Option<&str>) -> Value {
         .skills
         .iter()
         .filter(|s| category.is_none() || s.category.as_deref() == category)
-        .map(|s| json!({"name": s.name, "description": index::shown_description(&s.description), "category": s.category}))
+        .map(|s| json!({"name": s.name, "description": index::shown_description_in(store, &s.description), "category": s.category}))
         .collect();
     if skills.is_empty() {
         let message = match category {

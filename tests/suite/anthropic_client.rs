@@ -441,9 +441,9 @@ async fn dropping_the_stream_closes_the_connection() {
 
 #[tokio::test]
 async fn unreachable_server_is_named() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    drop(listener);
+    // Held for the whole test: a dropped listener's port can be handed to another test's mock.
+    let closed = crate::support::closed_port::ClosedPort::new();
+    let addr = closed.addr();
     let p = Provider::new("anthropic", "claude-x", &format!("http://{addr}/v1"), None);
     let out = run(&client(p), request(vec![Message::user("hi")])).await;
     let e = out.error();

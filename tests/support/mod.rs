@@ -1,6 +1,7 @@
 //! Test support: the scripted mock LLM server and a harness for running the real binary.
 #![allow(dead_code)]
 
+pub mod closed_port;
 pub mod cross_check;
 pub mod fake_telegram;
 pub mod harness;
