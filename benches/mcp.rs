@@ -5,20 +5,22 @@
 //! with 3 servers of which one never answers (first run of a home — nothing is waited for, the
 //! late servers are reached through tool_search — then with the tool lists known from an earlier
 //! run), the size of the first request body with 300 MCP tools (deferred
-//! behind tool_search in a 32K window, and with a 200K window where they are sent), and the cost of
-//! one MCP tool round over stdio against one round of a built-in tool (`read_file`), which is what the
-//! MCP client adds on top of the server's own time. Figures are printed, not asserted.
+//! behind tool_search in a 32K window, and with a 1M window where they are sent), and one MCP tool
+//! call round trip through hermes against a bare rmcp client calling the same server
+//! (`mcp/roundtrip.rs`): what hermes adds on top of the server's own time. Figures are printed,
+//! not asserted.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "../tests/support/mock_llm.rs"]
 mod mock_llm;
+#[path = "mcp/roundtrip.rs"]
+mod roundtrip;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use mock_llm::{MockLlm, Reply};
-use serde_json::json;
 
 const RUNS: usize = 11;
 
@@ -90,60 +92,28 @@ fn main() {
         );
     }
 
-    let cfg = format!(
-        "{base}mcp_servers:\n  t:\n    command: {}\n",
-        server.display()
-    );
-    let h = home(&cfg);
-    const ROUNDS: usize = 20;
-    for i in 0..ROUNDS {
-        std::fs::write(cwd.path().join(format!("f{i}.txt")), format!("file {i}\n")).unwrap();
-    }
-    // Arguments differ per call: the loop guard stops a turn that repeats one call.
-    let per_round = |tool: &str, args: &dyn Fn(usize) -> serde_json::Value| {
-        median((0..RUNS).map(|_| {
-            let mut script: Vec<Reply> = (0..ROUNDS)
-                .map(|i| Reply::tool_call(&format!("c{i}"), tool, args(i)))
-                .collect();
-            script.push(Reply::text("done"));
-            let mock = MockLlm::with_script(script);
-            let zero = MockLlm::with_script([Reply::text("done")]);
-            let t = Instant::now();
-            run(&bin, h.path(), cwd.path(), &mock, &["-z", "go"]);
-            let with = t.elapsed();
-            let t = Instant::now();
-            run(&bin, h.path(), cwd.path(), &zero, &["-z", "go"]);
-            with.saturating_sub(t.elapsed()) / ROUNDS as u32
-        }))
-    };
-    let mcp = per_round("mcp__t__echo", &|i| json!({"text": format!("ping {i}")}));
-    let builtin = per_round("read_file", &|i| json!({"path": format!("f{i}.txt")}));
-    report("one tool round, MCP echo over stdio", mcp, "");
-    report("one tool round, built-in read_file", builtin, "");
-    println!(
-        "{:<52} {:>+9.2} ms   (target ≤ 2 ms above the server's own time)",
-        "  MCP round − built-in round",
-        (mcp.as_secs_f64() - builtin.as_secs_f64()) * 1000.0
-    );
+    roundtrip::run(&server);
 }
 
-/// The stdio test server, built (debug) if missing.
+/// The stdio test server, built in the bench profile beside the bench's own binary (a debug
+/// build would count its slowness as the server's own time).
 fn test_server(bin: &Path) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let debug = root.join("target/debug/examples/mcp_stdio_server");
-    let beside = bin.parent().unwrap().join("examples/mcp_stdio_server");
-    for p in [&beside, &debug] {
-        if p.exists() {
-            return p.clone();
-        }
-    }
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["build", "--example", "mcp_stdio_server"])
+        .args([
+            "build",
+            "--profile",
+            "bench",
+            "--example",
+            "mcp_stdio_server",
+        ])
         .current_dir(root)
         .status()
         .unwrap();
-    assert!(status.success());
-    debug
+    assert!(status.success(), "building the MCP test server failed");
+    let path = bin.parent().unwrap().join("examples/mcp_stdio_server");
+    assert!(path.exists(), "{} is missing", path.display());
+    path
 }
 
 fn home(config: &str) -> tempfile::TempDir {

@@ -357,6 +357,10 @@ impl Config {
             message: e.into_inner().to_string(),
         })?;
         config.unsupported = classifier.finish(&doc, path)?;
+        // Typed MCP keys the client does not act on yet (OAuth, sampling).
+        for (name, server) in &config.file.mcp_servers {
+            config.unsupported.extend(server.unsupported_keys(name));
+        }
         config.python_set_aside = python_defaults::set_aside(&mut parsed, &doc, path)?;
         apply(&mut config, &parsed, path)?;
         config.file = parsed;

@@ -114,10 +114,7 @@ impl AgentDelegator {
             ),
             goal: task.goal.clone(),
             role: AgentRole::Delegate,
-            toolsets: task
-                .toolsets
-                .clone()
-                .unwrap_or_else(|| self.parent_toolsets.clone()),
+            toolsets: self.child_toolsets(task, cfg),
             only_tools: Some(allowed),
             max_iterations: budget,
             timeout: cfg.child_timeout,
@@ -129,6 +126,32 @@ impl AgentDelegator {
             yolo: cfg.inherit_approvals && self.parent_yolo,
             ticket: None,
         })
+    }
+
+    /// The task's toolsets (the parent's by default) plus, with `inherit_mcp_toolsets`, the
+    /// parent's MCP toolsets (Python Hermes: a child keeps the parent's MCP servers even when
+    /// the task names its toolsets). What the child may call is still bounded by the parent's
+    /// tools (`only_tools`).
+    fn child_toolsets(&self, task: &DelegateTask, cfg: &DelegationConfig) -> Vec<String> {
+        let mut toolsets = task
+            .toolsets
+            .clone()
+            .unwrap_or_else(|| self.parent_toolsets.clone());
+        if cfg.inherit_mcp_toolsets {
+            let mcp: BTreeSet<String> = self
+                .parent_tools
+                .iter()
+                .filter_map(|name| self.services.tools.get(name))
+                .map(|tool| tool.toolset().to_string())
+                .filter(|set| set.starts_with("mcp-"))
+                .collect();
+            for set in mcp {
+                if !toolsets.contains(&set) {
+                    toolsets.push(set);
+                }
+            }
+        }
+        toolsets
     }
 
     /// Runs one task to its report, forwarding progress.

@@ -348,3 +348,67 @@ pub fn reload(runtime: &tokio::runtime::Runtime, services: &crate::agent::Servic
     out.push_str("\nThis session keeps its tools; /new starts one with the new set.");
     out
 }
+
+/// `mcp.auto_reload_on_config_change` in the REPL: before each line is handled, config.yaml's
+/// modification time is compared (one `stat`); when the file changed and its `mcp_servers:`
+/// with it, the servers are reloaded as by `/reload-mcp` — or, with the key false, the user is
+/// told that `/reload-mcp` applies the change. An unreadable file mid-edit is skipped until it
+/// changes again.
+pub struct ConfigWatch {
+    path: std::path::PathBuf,
+    mtime: Option<std::time::SystemTime>,
+    servers: std::collections::BTreeMap<String, McpServerConfig>,
+}
+
+impl ConfigWatch {
+    /// Watches from the servers `config` was loaded with. The file's time is not taken now:
+    /// it may have changed since `config` was read, so the first check reads it.
+    pub fn new(config: &Config) -> Self {
+        ConfigWatch {
+            path: config.home.config_path(),
+            mtime: None,
+            servers: config.file.mcp_servers.clone(),
+        }
+    }
+
+    /// What to print when the MCP servers changed (after reloading them), else `None`.
+    pub fn check(
+        &mut self,
+        runtime: &tokio::runtime::Runtime,
+        services: &crate::agent::Services,
+    ) -> Option<String> {
+        let mtime = modified(&self.path);
+        if mtime == self.mtime {
+            return None;
+        }
+        self.mtime = mtime;
+        let config = Config::load(&services.config.home).ok()?;
+        if config.file.mcp_servers == self.servers {
+            return None;
+        }
+        self.servers = config.file.mcp_servers.clone();
+        if config.file.mcp.auto_reload_on_config_change == Some(false) {
+            return Some(
+                "MCP server config changed — not reloaded (mcp.auto_reload_on_config_change is false).\n\
+                 /reload-mcp applies it; the next session then gets the new tools (a new tools array: the provider's prompt cache starts over)."
+                    .to_string(),
+            );
+        }
+        Some(format!(
+            "MCP server config changed — reloading.\n{}",
+            reload(runtime, services)
+        ))
+    }
+
+    /// Takes the file as it is now (after a `/reload-mcp`).
+    pub fn sync(&mut self, config: &Config) {
+        if let Ok(c) = Config::load(&config.home) {
+            self.servers = c.file.mcp_servers.clone();
+        }
+        self.mtime = modified(&self.path);
+    }
+}
+
+fn modified(path: &std::path::Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}

@@ -28,6 +28,8 @@ struct Repl {
     editor: DefaultEditor,
     /// SIGTERM/SIGHUP: cancels the running turn (or exits at the prompt).
     stop: Arc<TermStop>,
+    /// `mcp.auto_reload_on_config_change`.
+    mcp_watch: crate::cli::mcp_cmd::ConfigWatch,
 }
 
 /// What SIGTERM/SIGHUP reach: the running turn's token, and the signal once one came.
@@ -73,6 +75,7 @@ pub fn run(runtime: &Runtime, args: &RunArgs, config: Config) -> Result<u8, CliE
     let stop = Arc::new(TermStop::default());
     runtime.spawn(stop.clone().watch());
     let mut repl = Repl {
+        mcp_watch: crate::cli::mcp_cmd::ConfigWatch::new(&services.config),
         services,
         options,
         agent,
@@ -88,7 +91,13 @@ pub fn run(runtime: &Runtime, args: &RunArgs, config: Config) -> Result<u8, CliE
                     continue;
                 }
                 let _ = repl.editor.add_history_entry(text);
-                match slash::parse(text) {
+                let command = slash::parse(text);
+                if !matches!(command, Some(SlashCommand::ReloadMcp))
+                    && let Some(note) = repl.mcp_watch.check(runtime, &repl.services)
+                {
+                    println!("{note}");
+                }
+                match command {
                     Some(SlashCommand::Quit) => break,
                     // `/<skill-name> text`: a turn with the skill loaded into the message.
                     Some(SlashCommand::Unknown(name))
@@ -237,7 +246,8 @@ impl Repl {
             }
             SlashCommand::Usage => self.usage(runtime),
             SlashCommand::ReloadMcp => {
-                println!("{}", crate::cli::mcp_cmd::reload(runtime, &self.services))
+                println!("{}", crate::cli::mcp_cmd::reload(runtime, &self.services));
+                self.mcp_watch.sync(&self.services.config)
             }
             SlashCommand::Memory(which) => println!(
                 "{}",

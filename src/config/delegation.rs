@@ -39,6 +39,9 @@ pub struct DelegationConfig {
     pub inherit_approvals: bool,
     /// Longest summary returned per child (`max_summary_chars`, default 24,000).
     pub max_summary_chars: usize,
+    /// Children get the parent's MCP toolsets (`mcp-<server>`) besides the toolsets a task
+    /// names (`inherit_mcp_toolsets`, default true, as in Python Hermes).
+    pub inherit_mcp_toolsets: bool,
 }
 
 impl Default for DelegationConfig {
@@ -51,6 +54,7 @@ impl Default for DelegationConfig {
             stall_timeout: Some(Duration::from_secs(300)),
             inherit_approvals: false,
             max_summary_chars: 24_000,
+            inherit_mcp_toolsets: true,
         }
     }
 }
@@ -80,6 +84,8 @@ pub struct DelegationFile {
     /// `true` lets children's dangerous commands run (approval policy).
     #[serde(deserialize_with = "flag")]
     pub subagent_auto_approve: Option<bool>,
+    #[serde(deserialize_with = "flag")]
+    pub inherit_mcp_toolsets: Option<bool>,
 }
 
 impl DelegationFile {
@@ -117,6 +123,9 @@ impl DelegationFile {
         }
         if let Some(n) = self.max_summary_chars {
             c.max_summary_chars = usize::try_from(n.max(200)).unwrap_or(usize::MAX);
+        }
+        if let Some(inherit) = self.inherit_mcp_toolsets {
+            c.inherit_mcp_toolsets = inherit;
         }
         match self.approvals.as_deref() {
             None | Some("deny") => c.inherit_approvals = false,

@@ -58,9 +58,13 @@ pub struct ConfigFile {
     /// MCP servers (Python Hermes format); used by the MCP client.
     #[serde(deserialize_with = "or_default")]
     pub mcp_servers: BTreeMap<String, mcp::McpServerConfig>,
-    /// Seconds a new session waits for MCP servers still connecting (Python's default 1.5).
+    /// Seconds `tool_search`/`tool_call` wait for an MCP server still connecting (Python's
+    /// key, default 1.5); start-up never waits.
     #[serde(deserialize_with = "num")]
     pub mcp_discovery_timeout: Option<f64>,
+    /// `mcp:` (`auto_reload_on_config_change`).
+    #[serde(deserialize_with = "or_default")]
+    pub mcp: mcp::McpSection,
     #[serde(deserialize_with = "or_default")]
     pub auxiliary: auxiliary::AuxiliaryFile,
     #[serde(deserialize_with = "or_default")]

@@ -41,6 +41,27 @@ impl ToolCatalog {
         Ok(())
     }
 
+    /// Replaces every tool of `toolset` with `tools` at once (under one lock, so a session
+    /// selecting meanwhile sees the old set or the new one, never half of it); the errors of
+    /// the tools that could not be registered.
+    pub fn replace_toolset(
+        &self,
+        toolset: &str,
+        tools: Vec<Arc<dyn Tool>>,
+    ) -> Vec<(String, RegisterError)> {
+        let mut registry = self.write();
+        registry.deregister_toolset(toolset);
+        let mut errors = Vec::new();
+        for tool in tools {
+            let name = tool.name().to_string();
+            if let Err(e) = registry.register(tool) {
+                errors.push((name, e));
+            }
+        }
+        tracing::info!(%toolset, "toolset replaced at run time");
+        errors
+    }
+
     /// Removes one tool; true when it was registered.
     pub fn deregister(&self, name: &str) -> bool {
         self.write().deregister(name).is_some()

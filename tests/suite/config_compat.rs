@@ -30,7 +30,7 @@ fn python_default_config_loads_with_one_warning_line() {
         "tts",
         "agent.gateway_timeout",
         "terminal.modal_mode",
-        "mcp",
+        "kanban",
     ] {
         assert!(keys.contains(&key), "{key} missing from {line}");
     }
@@ -49,6 +49,8 @@ fn python_default_config_loads_with_one_warning_line() {
         "delegation.max_iterations",
         "skills.external_dirs",
         "tool_loop_guardrails",
+        "mcp",
+        "delegation.inherit_mcp_toolsets",
     ] {
         assert!(!keys.contains(&key), "{key} in {line}");
     }

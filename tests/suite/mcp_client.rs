@@ -399,3 +399,47 @@ fn a_known_server_that_is_down_keeps_its_tools_listed_and_says_why() {
     );
     assert!(started.elapsed() < Duration::from_secs(15));
 }
+
+/// A REPL over `env` whose config.yaml is changed (server `u` added) once `t` answered;
+/// then `/new` and one turn. Its stdout, and the tools of the new session's request.
+fn repl_after_config_change(top: &str) -> (String, Vec<String>) {
+    use std::io::Write;
+    let mut env = McpHome::new().top(top).stdio("t", "").write();
+    let mock = MockLlm::with_script([Reply::text("after the change")]);
+    let mut child = env.spawnable(&mock.base_url(), &[]);
+    let mut child = child.stdin(std::process::Stdio::piped()).spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !env.home_path().join("cache/mcp/t.json").exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    env.replace("u", "");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"/new\nhi\n/quit\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    (stdout(&out), tool_names(&mock.requests()[0]))
+}
+
+#[test]
+fn a_changed_mcp_config_is_reloaded_between_turns_unless_turned_off() {
+    let (text, names) = repl_after_config_change("");
+    assert!(
+        text.contains("MCP server config changed — reloading"),
+        "{text}"
+    );
+    assert!(names.iter().any(|n| n == "mcp__u__echo"), "{names:?}");
+
+    let (text, names) = repl_after_config_change("mcp:\n  auto_reload_on_config_change: false");
+    assert!(
+        text.contains("not reloaded") && text.contains("/reload-mcp"),
+        "{text}"
+    );
+    assert!(
+        !names.iter().any(|n| n.starts_with("mcp__u__")),
+        "{names:?}"
+    );
+}

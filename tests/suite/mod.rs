@@ -39,6 +39,8 @@ pub mod loop_guard;
 pub mod mcp_cli;
 pub mod mcp_client;
 pub mod mcp_deferred;
+pub mod mcp_delegation;
+pub mod mcp_lifecycle;
 pub mod mcp_serve;
 pub mod memory_e2e;
 pub mod model_cmd;

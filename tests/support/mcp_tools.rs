@@ -1,10 +1,16 @@
 //! The MCP test server's tools, resources and prompts (rmcp), shared by the stdio server
 //! (`mcp_stdio_server.rs`, an example binary the real `hermes` spawns) and the in-process
-//! Streamable HTTP server (`mcp_http.rs`). Tools: `echo`, `add`, `sleep` (ms), `pid`, `die`
+//! Streamable HTTP server (`mcp_http.rs`). Tools: `echo`, `add`, `sleep` (ms; says how many
+//! calls ran at once at the most, so a test sees calls overlap), `pid`, `die`
 //! (exits the process just after answering), `hostile` (an injection attempt); with
 //! `MCP_TEST_EXTRA_TOOLS=N`, also `widget_001..N` with wordy descriptions (deferral tests).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Calls of `sleep` running now, and the most seen at once.
+static SLEEPING: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
@@ -133,8 +139,14 @@ impl ServerHandler for TestServer {
             )),
             "add" => text((int("a") + int("b")).to_string()),
             "sleep" => {
+                let now = SLEEPING.fetch_add(1, Ordering::SeqCst) + 1;
+                PEAK.fetch_max(now, Ordering::SeqCst);
                 tokio::time::sleep(std::time::Duration::from_millis(int("ms") as u64)).await;
-                text("slept")
+                SLEEPING.fetch_sub(1, Ordering::SeqCst);
+                text(format!(
+                    "slept (at most {} at once)",
+                    PEAK.load(Ordering::SeqCst)
+                ))
             }
             "pid" => text(std::process::id().to_string()),
             "die" => {
@@ -154,6 +166,12 @@ impl ServerHandler for TestServer {
             other => CallToolResult::error(vec![ContentBlock::text(format!("no tool {other}"))]),
         };
         Ok(result.into())
+    }
+
+    async fn ping(&self, _context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        // Goes to logs/mcp-<server>.log: a test sees the keepalive.
+        eprintln!("ping received");
+        Ok(())
     }
 
     async fn list_resources(

@@ -55,7 +55,9 @@ impl LateTools for LateServers {
                     "the MCP server `{}` is down ({reason}); hermes keeps retrying",
                     s.name
                 )),
-                ServerStatus::Ready { .. } | ServerStatus::Disabled => None,
+                ServerStatus::Ready { .. } | ServerStatus::Idle { .. } | ServerStatus::Disabled => {
+                    None
+                }
             })
             .collect()
     }

@@ -3,8 +3,9 @@
 //! the handlers that turn a model's call into a request on the live connection — with the
 //! per-call `timeout`, which ends the call, never the connection.
 
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rmcp::model::{CallToolRequestParams, GetPromptRequestParams, ReadResourceRequestParams};
 use rmcp::{Peer, RoleClient};
@@ -20,6 +21,9 @@ use super::result;
 /// Python Hermes's defaults (seconds).
 pub const DEFAULT_CALL_TIMEOUT: f64 = 300.0;
 pub const DEFAULT_CONNECT_TIMEOUT: f64 = 60.0;
+pub const DEFAULT_KEEPALIVE: f64 = 180.0;
+/// Python Hermes's floor for `keepalive_interval` (a tiny value must not busy-loop).
+pub const MIN_KEEPALIVE: f64 = 5.0;
 
 /// Where a server's connection stands.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,6 +34,9 @@ pub enum ServerStatus {
     Ready { tools: usize, connect_ms: u64 },
     /// Not connected; `reason` says why, the supervisor retries after a pause.
     Down { reason: String },
+    /// A stdio server stopped after `idle_timeout_seconds` or `max_lifetime_seconds`
+    /// (`reason` names the key); its tools stay offered and the next call starts it again.
+    Idle { reason: &'static str },
     /// `enabled: false` in config.yaml.
     Disabled,
 }
@@ -49,6 +56,9 @@ impl std::fmt::Display for ServerStatus {
                 write!(f, "connected, {tools} tools ({connect_ms} ms)")
             }
             ServerStatus::Down { reason } => write!(f, "down: {reason}"),
+            ServerStatus::Idle { reason } => {
+                write!(f, "stopped ({reason}); the next call starts it")
+            }
             ServerStatus::Disabled => write!(f, "disabled"),
         }
     }
@@ -65,6 +75,15 @@ pub struct Server {
     pub availability: Availability,
     /// Its tools were offered from the list saved by an earlier run (`known.rs`).
     pub known: std::sync::atomic::AtomicBool,
+    /// Wakes the supervisor of a recycled (idle) server: a call needs it.
+    pub wake: tokio::sync::Notify,
+    /// Held by each call unless `supports_parallel_tool_calls` is true.
+    call_lock: tokio::sync::Mutex<()>,
+    /// Calls running now (a server is not recycled under a call).
+    in_flight: AtomicUsize,
+    /// When the last call started or ended, in ms since `born`.
+    last_call_ms: AtomicU64,
+    born: Instant,
 }
 
 impl Server {
@@ -83,7 +102,58 @@ impl Server {
                 "the MCP server `{name}` is still connecting"
             )),
             known: std::sync::atomic::AtomicBool::new(false),
+            wake: tokio::sync::Notify::new(),
+            call_lock: tokio::sync::Mutex::new(()),
+            in_flight: AtomicUsize::new(0),
+            last_call_ms: AtomicU64::new(0),
+            born: Instant::now(),
         })
+    }
+
+    /// `supports_parallel_tool_calls: true`.
+    pub fn parallel(&self) -> bool {
+        self.entry.supports_parallel_tool_calls == Some(true)
+    }
+
+    /// `keepalive_interval` (default 180 s, at least 5 s).
+    pub fn keepalive(&self) -> Duration {
+        let v = secs(self.entry.keepalive_interval, DEFAULT_KEEPALIVE);
+        v.max(Duration::from_secs_f64(MIN_KEEPALIVE))
+    }
+
+    /// Notes that a call starts or ends now (the idle clock).
+    fn touch(&self) {
+        let ms = self.born.elapsed().as_millis() as u64;
+        self.last_call_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// When a stdio server connected at `connected` is due to be recycled, and why: the earlier
+    /// of `max_lifetime_seconds` after connecting and `idle_timeout_seconds` after the last call
+    /// (or the connection, if no call came since). `None` for HTTP servers and without limits.
+    pub fn recycle_due(&self, connected: Instant) -> Option<(Instant, &'static str)> {
+        // Python recycles stdio servers only (an HTTP session costs no process).
+        self.entry.command.as_ref()?;
+        let lifetime = self
+            .entry
+            .lifecycle_seconds("max_lifetime_seconds")
+            .map(|s| (connected + s, "max_lifetime_seconds"));
+        let idle = self
+            .entry
+            .lifecycle_seconds("idle_timeout_seconds")
+            .map(|s| {
+                let last =
+                    self.born + Duration::from_millis(self.last_call_ms.load(Ordering::Relaxed));
+                (last.max(connected) + s, "idle_timeout_seconds")
+            });
+        match (lifetime, idle) {
+            (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Whether a call is running now.
+    pub fn busy(&self) -> bool {
+        self.in_flight.load(Ordering::Relaxed) > 0
     }
 
     pub fn call_timeout(&self) -> Duration {
@@ -103,13 +173,21 @@ impl Server {
     }
 
     /// The live connection; a call made while the first connection is still being opened (tools
-    /// offered from a saved list) waits for it, at most `connect_timeout`.
+    /// offered from a saved list) or while the server is recycled waits for it (waking it), at
+    /// most `connect_timeout`.
     async fn peer(&self) -> Result<Peer<RoleClient>, ToolError> {
-        if self.live_peer().is_none() && !self.current_status().is_settled() {
+        let status = self.current_status();
+        let waiting = matches!(status, ServerStatus::Connecting | ServerStatus::Idle { .. });
+        if self.live_peer().is_none() && waiting {
+            if matches!(status, ServerStatus::Idle { .. }) {
+                self.wake.notify_one();
+            }
             let mut rx = self.status.subscribe();
             let _ = tokio::time::timeout(
                 self.connect_timeout(),
-                rx.wait_for(ServerStatus::is_settled),
+                rx.wait_for(|s| {
+                    matches!(s, ServerStatus::Ready { .. } | ServerStatus::Down { .. })
+                }),
             )
             .await;
         }
@@ -130,9 +208,18 @@ impl Server {
         F: std::future::Future<Output = Result<T, rmcp::ServiceError>>,
     {
         let timeout = self.call_timeout();
+        let _running = InFlight::enter(self);
+        let serialized = async {
+            // One call at a time unless the server says it copes with more.
+            let _turn = match self.parallel() {
+                true => None,
+                false => Some(self.call_lock.lock().await),
+            };
+            fut.await
+        };
         tokio::select! {
             _ = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
-            r = tokio::time::timeout(timeout, fut) => match r {
+            r = tokio::time::timeout(timeout, serialized) => match r {
                 Err(_) => Err(ToolError::Respond(format!(
                     "{what} on the MCP server `{}` did not answer within {} s (its `timeout`); the call was cancelled, the connection is kept",
                     self.name,
@@ -145,6 +232,24 @@ impl Server {
                 Ok(Ok(v)) => Ok(v),
             },
         }
+    }
+}
+
+/// Counts a call in flight and keeps the idle clock (a server is not recycled under a call).
+struct InFlight<'a>(&'a Server);
+
+impl<'a> InFlight<'a> {
+    fn enter(server: &'a Server) -> Self {
+        server.in_flight.fetch_add(1, Ordering::Relaxed);
+        server.touch();
+        InFlight(server)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
