@@ -52,7 +52,8 @@ async fn measure(server: &Path) {
     // hermes: the supervisor, the catalog's dynamic tool, the registry's dispatch.
     let catalog = Arc::new(ToolCatalog::default());
     let clients = hermes::mcp::McpClients::default();
-    let http = reqwest::Client::new();
+    // rustls without a default provider: the process client installs ring.
+    let http = hermes::agent::shared_http();
     clients.start(&hermes::mcp::client::context(&config, &catalog, &http));
     clients.wait_discovery(Duration::from_secs(30)).await;
     let mut registry = ToolRegistry::default();
