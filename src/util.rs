@@ -1,9 +1,11 @@
 //! Small helpers shared across subsystems: atomic file writes, text truncation, where a path
 //! really points (`real_path`), the file lock
-//! with a timeout (`file_lock`) and the off-runtime helper for blocking work (`offload`).
+//! with a timeout (`file_lock`) and the off-runtime helper for blocking work (`offload`), and path map keys compared by
+//! bytes (`path_key`).
 
 pub mod file_lock;
 pub mod offload;
+pub mod path_key;
 pub mod real_path;
 
 use std::io::Write;

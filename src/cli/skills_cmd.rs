@@ -64,7 +64,9 @@ pub fn sync_bundled(config: &Config) {
 
 pub fn run(config: &Config, command: SkillsCommand) -> Result<u8, CliError> {
     sync_bundled(config);
-    let store = SkillStore::from_config(config);
+    // The store's parse cache (thousands of small allocations over a large home) is freed by
+    // the process exit, not entry by entry: a one-shot command has nothing to gain from it.
+    let store = std::mem::ManuallyDrop::new(SkillStore::from_config(config));
     match command {
         SkillsCommand::List { json, category } => list(
             &store,
@@ -79,6 +81,24 @@ pub fn run(config: &Config, command: SkillsCommand) -> Result<u8, CliError> {
     }
 }
 
+/// One row of `skills list` (the `--json` contract: field order as written here).
+#[derive(serde::Serialize)]
+struct ListRow<'a> {
+    name: &'a str,
+    description: &'a str,
+    category: &'a Option<String>,
+    path: String,
+    valid: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    use_count: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    successful_uses: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    probation: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+}
+
 fn list(
     store: &SkillStore,
     as_json: bool,
@@ -88,64 +108,82 @@ fn list(
     let scan = store.scan();
     let records = usage::all(store.home_root());
     let wanted = |c: &Option<String>| category.is_none() || c.as_deref() == category;
-    let mut rows: Vec<Value> = scan
+    let mut rows: Vec<ListRow> = scan
         .skills
         .iter()
         .filter(|s| wanted(&s.category))
         .map(|s| {
             // External skills share names with nothing in this home's `.usage.json`.
             let record = records.get(&s.name).filter(|_| !s.external);
-            json!({"name": s.name, "description": s.description, "category": s.category,
-                   "path": s.dir.display().to_string(), "valid": true,
-                   "use_count": record.map_or(0, |r| r.use_count),
-                   "successful_uses": record.map_or(0, |r| r.successful_uses),
-                   "probation": record.is_some_and(|r| r.on_probation(probation_uses))})
+            ListRow {
+                name: &s.name,
+                description: &s.description,
+                category: &s.category,
+                path: s.dir.display().to_string(),
+                valid: true,
+                use_count: Some(record.map_or(0, |r| r.use_count)),
+                successful_uses: Some(record.map_or(0, |r| r.successful_uses)),
+                probation: Some(record.is_some_and(|r| r.on_probation(probation_uses))),
+                error: None,
+            }
         })
         .collect();
     rows.extend(
         scan.invalid
             .iter()
             .filter(|s| wanted(&s.category))
-            .map(|s| {
-                json!({"name": s.name, "description": "", "category": s.category,
-               "path": s.path.parent().unwrap_or(&s.path).display().to_string(),
-               "valid": false, "error": s.error})
+            .map(|s| ListRow {
+                name: &s.name,
+                description: "",
+                category: &s.category,
+                path: s.path.parent().unwrap_or(&s.path).display().to_string(),
+                valid: false,
+                use_count: None,
+                successful_uses: None,
+                probation: None,
+                error: Some(&s.error),
             }),
     );
     if as_json {
-        println!("{}", Value::Array(rows));
-        return Ok(exit::OK);
-    }
-    if rows.is_empty() {
+        let mut out = std::io::stdout().lock();
+        serde_json::to_writer(&mut out, &rows)
+            .map_err(std::io::Error::from)
+            .and_then(|()| std::io::Write::write_all(&mut out, b"\n"))
+            .map_err(|e| CliError::Setup(format!("cannot write the list: {e}")))?;
+    } else if rows.is_empty() {
         println!("no skills in {}", store.home_root().display());
-        return Ok(exit::OK);
+    } else {
+        for row in &rows {
+            print_row(row, probation_uses);
+        }
     }
-    for row in &rows {
-        let cat = row["category"].as_str().unwrap_or("-");
-        let name = row["name"].as_str().unwrap_or_default();
-        if row["valid"] == true {
-            let desc = row["description"].as_str().unwrap_or_default();
-            let uses = row["use_count"].as_u64().unwrap_or(0);
-            let probation = if row["probation"] == true {
+    // The scan's thousands of small allocations are freed by the exit, not one by one.
+    std::mem::forget(rows);
+    std::mem::forget(scan);
+    Ok(exit::OK)
+}
+
+fn print_row(row: &ListRow, probation_uses: u64) {
+    let cat = row.category.as_deref().unwrap_or("-");
+    let name = row.name;
+    match row.error {
+        None => {
+            let uses = row.use_count.unwrap_or(0);
+            let probation = if row.probation == Some(true) {
                 format!(
                     "[probation {}/{probation_uses}] ",
-                    row["successful_uses"].as_u64().unwrap_or(0)
+                    row.successful_uses.unwrap_or(0)
                 )
             } else {
                 String::new()
             };
             println!(
                 "{cat:<24} {name:<32} {uses:>5} uses  {probation}{}",
-                crate::util::truncate_chars(desc, 90)
-            );
-        } else {
-            println!(
-                "{cat:<24} {name:<32} INVALID: {}",
-                row["error"].as_str().unwrap_or_default()
+                crate::util::truncate_chars(row.description, 90)
             );
         }
+        Some(error) => println!("{cat:<24} {name:<32} INVALID: {error}"),
     }
-    Ok(exit::OK)
 }
 
 fn not_found(name: &str) -> CliError {

@@ -39,14 +39,15 @@ pub fn prompt_index(config: &Config, store: &SkillStore, tool_names: &[String]) 
     if !tool_names.iter().any(|t| SKILL_TOOLS.contains(&t.as_str())) {
         return None;
     }
-    let scan = store.scan();
+    let scan = store.scan_unsaved();
     let shown: Vec<_> = scan
         .skills
         .into_iter()
         .filter(|s| s.shown_with(tool_names, &config.custom_toolsets))
         .collect();
     let text = index::render_for(store, &shown, &scan.categories, index::MAX_INDEX_BYTES);
-    // Verdicts found while rendering (a new or edited description) are kept for the next start.
+    // The scan's changes and the verdicts found while rendering (a new or edited description)
+    // are kept for the next start, in one write.
     store.save_cache();
     Some(text)
 }

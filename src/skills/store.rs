@@ -12,7 +12,7 @@
 //!
 //! A broken SKILL.md never breaks the store: it is reported as invalid with the reason.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -73,12 +73,9 @@ pub struct InvalidSkill {
     pub error: String,
 }
 
-/// What a scan has met so far across roots: skill names (the first wins), SKILL.md files and
-/// directories (what the cache keeps).
+/// What a scan has met so far across roots: skill names (the first wins).
 struct Found<'a> {
     seen: &'a mut BTreeSet<String>,
-    files: &'a mut HashSet<PathBuf>,
-    dirs: &'a mut HashSet<PathBuf>,
 }
 
 /// The result of a scan.
@@ -187,21 +184,24 @@ impl SkillStore {
     /// Walks every root; parses only SKILL.md files that changed since the last scan (or, with
     /// the persistent index, since any process last parsed them).
     pub fn scan(&self) -> Scan {
+        let scan = self.scan_unsaved();
+        self.cache.save();
+        scan
+    }
+
+    /// `scan` without writing the persistent index: the caller calls `save_cache` once it has
+    /// also asked for the verdicts it needs (a first start then writes the file once, not twice).
+    pub fn scan_unsaved(&self) -> Scan {
         let mut scan = Scan::default();
         let mut seen = BTreeSet::new();
-        let mut files = HashSet::new();
-        let mut dirs = HashSet::new();
+        let generation = self.cache.begin_scan();
         let roots = std::iter::once((&self.home_root, false))
             .chain(self.external.iter().map(|r| (r, true)));
         for (root, external) in roots {
-            let mut found = Found {
-                seen: &mut seen,
-                files: &mut files,
-                dirs: &mut dirs,
-            };
+            let mut found = Found { seen: &mut seen };
             self.scan_root(root, external, &mut found, &mut scan);
         }
-        self.cache.finish_scan(&files, &dirs);
+        self.cache.finish_scan(generation);
         scan.skills
             .sort_by(|a, b| (&a.category, &a.name).cmp(&(&b.category, &b.name)));
         scan
@@ -218,40 +218,42 @@ impl SkillStore {
         let Ok(root_meta) = std::fs::metadata(root) else {
             return;
         };
-        let mut stack: Vec<(PathBuf, usize)> = self
-            .children(root, &root_meta, found.dirs)
+        let root_is_skill = std::fs::symlink_metadata(root.join("SKILL.md")).is_ok();
+        // (directory, depth, whether its parent holds a SKILL.md)
+        let mut stack: Vec<(PathBuf, usize, bool)> = self
+            .children(root, &root_meta)
             .into_iter()
             .rev()
-            .map(|p| (p, 1))
+            .map(|p| (p, 1, root_is_skill))
             .collect();
-        while let Some((path, depth)) = stack.pop() {
+        while let Some((path, depth, in_skill)) = stack.pop() {
+            let dir_name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            // A supporting directory is data only directly inside a skill; elsewhere
+            // (`skills/scripts/foo/`) it is an ordinary category, as in Python Hermes. Decided
+            // by name before any stat: most skipped directories cost nothing.
+            if EXCLUDED_DIRS.contains(&dir_name.as_str())
+                || (in_skill
+                    && (SUPPORT_DIRS.contains(&dir_name.as_str())
+                        || EXTRA_LINKED_DIRS.contains(&dir_name.as_str())))
+            {
+                continue;
+            }
             let own = std::fs::symlink_metadata(&path).ok();
             let real_dir = own.as_ref().is_some_and(|m| m.is_dir());
             let is_dir = real_dir || std::fs::metadata(&path).is_ok_and(|m| m.is_dir());
             if !is_dir {
                 continue;
             }
-            let dir_name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            // A supporting directory is data only directly inside a skill; elsewhere
-            // (`skills/scripts/foo/`) it is an ordinary category, as in Python Hermes.
-            let in_skill = || path.parent().is_some_and(|p| p.join("SKILL.md").exists());
-            if EXCLUDED_DIRS.contains(&dir_name.as_str())
-                || ((SUPPORT_DIRS.contains(&dir_name.as_str())
-                    || EXTRA_LINKED_DIRS.contains(&dir_name.as_str()))
-                    && in_skill())
-            {
-                continue;
-            }
+            let is_skill = self.visit(root, &path, depth, dir_name, external, found, scan);
             // No skip after a skill: it may hold nested skills (its supporting directories are
             // skipped above).
             if let Some(meta) = own.as_ref().filter(|_| real_dir && depth < MAX_DEPTH) {
-                let children = self.children(&path, meta, found.dirs);
-                stack.extend(children.into_iter().rev().map(|p| (p, depth + 1)));
+                let children = self.children(&path, meta);
+                stack.extend(children.into_iter().rev().map(|p| (p, depth + 1, is_skill)));
             }
-            self.visit(root, &path, depth, dir_name, external, found, scan);
         }
         // Categories that only hold invalid or hidden skills are not worth listing.
         let used: BTreeSet<&String> = scan
@@ -264,13 +266,7 @@ impl SkillStore {
 
     /// The subdirectories and symlinks of the real directory `dir`, sorted by name: from the
     /// cache when the directory's mtime is unchanged, else read (and remembered).
-    fn children(
-        &self,
-        dir: &Path,
-        meta: &std::fs::Metadata,
-        dirs: &mut HashSet<PathBuf>,
-    ) -> Vec<PathBuf> {
-        dirs.insert(dir.to_path_buf());
+    fn children(&self, dir: &Path, meta: &std::fs::Metadata) -> Vec<PathBuf> {
         if let Some(listing) = self.cache.cached_dir(dir, meta) {
             let mut names: Vec<&String> = listing.subdirs.iter().chain(&listing.links).collect();
             names.sort();
@@ -306,7 +302,8 @@ impl SkillStore {
         paths
     }
 
-    /// One directory of the walk: a skill (valid or not), a category, or neither.
+    /// One directory of the walk: a skill (valid or not), a category, or neither. True when
+    /// it holds a SKILL.md (its supporting directories are then data, not categories).
     #[allow(clippy::too_many_arguments)]
     fn visit(
         &self,
@@ -317,16 +314,16 @@ impl SkillStore {
         external: bool,
         found: &mut Found,
         scan: &mut Scan,
-    ) {
+    ) -> bool {
         let category = category_of(root, path);
         let skill_md = path.join("SKILL.md");
         // A SKILL.md that is itself a symlink could point anywhere: not followed.
         let Ok(meta) = std::fs::symlink_metadata(&skill_md) else {
             if depth == 1 && !scan.categories.contains_key(&dir_name) {
-                scan.categories
-                    .insert(dir_name.clone(), category_description(path));
+                let description = self.category_description(path);
+                scan.categories.insert(dir_name, description);
             }
-            return;
+            return false;
         };
         if !meta.is_file() {
             scan.invalid.push(InvalidSkill {
@@ -335,9 +332,8 @@ impl SkillStore {
                 path: skill_md,
                 error: "SKILL.md is not a regular file (symlinks are not followed)".into(),
             });
-            return;
+            return true;
         }
-        found.files.insert(skill_md.clone());
         match self.parse_cached(&skill_md, &meta) {
             Ok(doc) => {
                 let name = doc
@@ -347,11 +343,11 @@ impl SkillStore {
                     .unwrap_or_else(|| dir_name.clone());
                 if !found.seen.insert(name.clone()) {
                     tracing::info!(skill = %name, path = %skill_md.display(), "duplicate skill name ignored (an earlier one wins)");
-                    return;
+                    return true;
                 }
                 if !self.enabled(&name, &doc) {
                     scan.hidden.push(name);
-                    return;
+                    return true;
                 }
                 if let Some(cat) = &category {
                     scan.categories.entry(cat.clone()).or_insert(None);
@@ -374,6 +370,7 @@ impl SkillStore {
                 });
             }
         }
+        true
     }
 
     fn enabled(&self, name: &str, doc: &SkillDoc) -> bool {
@@ -486,19 +483,45 @@ fn category_of(root: &Path, dir: &Path) -> Option<String> {
     Some(first.as_os_str().to_string_lossy().into_owned())
 }
 
-fn category_description(dir: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(dir.join("DESCRIPTION.md")).ok()?;
-    match skill::parse_lenient(&text) {
+/// A category's description: the `description` of its DESCRIPTION.md frontmatter, else the
+/// file's first line of text.
+fn read_category_description(path: &Path, len: u64) -> Result<SkillDoc, String> {
+    if len > skill::MAX_SKILL_READ_BYTES {
+        return Err(format!("DESCRIPTION.md is {len} bytes; not read"));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read: {e}"))?;
+    let description = match skill::parse_lenient(&text) {
         Ok(doc) => doc.frontmatter.description,
         Err(_) => text
             .lines()
             .map(str::trim)
             .find(|l| !l.is_empty() && !l.starts_with('#'))
             .map(|l| crate::util::truncate_chars(l, 200).to_string()),
-    }
+    };
+    Ok(SkillDoc {
+        frontmatter: skill::Frontmatter {
+            description,
+            ..skill::Frontmatter::default()
+        },
+        body: String::new(),
+    })
 }
 
 impl SkillStore {
+    /// The description of the category directory `dir`, through the parse cache (a warm scan
+    /// stats DESCRIPTION.md instead of reading and parsing it).
+    fn category_description(&self, dir: &Path) -> Option<String> {
+        let path = dir.join("DESCRIPTION.md");
+        let meta = std::fs::metadata(&path).ok()?;
+        if !meta.is_file() {
+            return None;
+        }
+        let parsed = self.cache.get_or_parse(&path, &meta, || {
+            read_category_description(&path, meta.len()).map(Arc::new)
+        });
+        parsed.ok()?.frontmatter.description.clone()
+    }
+
     fn parse_cached(&self, path: &Path, meta: &std::fs::Metadata) -> Result<Arc<SkillDoc>, String> {
         self.cache.get_or_parse(path, meta, || {
             let parsed = read_and_parse(path, meta.len()).map(|doc| {

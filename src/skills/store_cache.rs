@@ -33,6 +33,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::skills::skill::{Frontmatter, SkillDoc};
+use crate::util::path_key::{PathKey, PathMap, path_bytes};
 
 /// The persistent index, relative to the skills directory.
 pub const INDEX_FILE: &str = ".hub/store-index.json";
@@ -52,6 +53,8 @@ struct Entry {
     /// Safe to reuse on an equal (len, mtime): the file was older than `RACY_SECS` when parsed.
     settled: bool,
     parsed: Parsed,
+    /// The last scan generation that met the file (see `ParseCache::begin_scan`).
+    seen: u64,
 }
 
 /// What the cache file holds.
@@ -102,6 +105,7 @@ struct DirEntry {
     mtime_ns: Option<u128>,
     settled: bool,
     listing: Arc<DirListing>,
+    seen: u64,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -171,10 +175,13 @@ impl Summary {
 
 #[derive(Debug, Default)]
 struct Inner {
-    entries: HashMap<PathBuf, Entry>,
+    entries: PathMap<Entry>,
     /// Directory listings by path, reused while the directory's mtime is unchanged (adding,
     /// removing or renaming an entry changes it), so an unchanged tree is not read again.
-    dirs: HashMap<PathBuf, DirEntry>,
+    dirs: PathMap<DirEntry>,
+    /// Scans started so far: an entry met by a scan carries its generation, and a finished
+    /// scan drops what neither it nor a later scan met (deleted skills).
+    generation: u64,
     /// The persistent file, for the home store; `None` keeps the cache in memory only.
     file: Option<PathBuf>,
     /// The file has been read (once per cache).
@@ -236,11 +243,13 @@ impl ParseCache {
         {
             let mut inner = self.lock();
             inner.load_once();
-            if let Some(hit) = inner.entries.get(path)
+            let generation = inner.generation;
+            if let Some(hit) = inner.entries.get_mut(path_bytes(path))
                 && hit.settled
                 && hit.mtime_ns == mtime
                 && hit.len == len
             {
+                hit.seen = generation;
                 return hit.parsed.clone();
             }
         }
@@ -249,18 +258,20 @@ impl ParseCache {
         let settled = settled(mtime, SystemTime::now());
         let unchanged = inner
             .entries
-            .get(path)
+            .get(path_bytes(path))
             .is_some_and(|old| old.mtime_ns == mtime && old.len == len && old.settled == settled);
         if !unchanged {
             inner.dirty = true;
         }
+        let seen = inner.generation;
         inner.entries.insert(
-            path.to_path_buf(),
+            PathKey::from(path),
             Entry {
                 mtime_ns: mtime,
                 len,
                 settled,
                 parsed: parsed.clone(),
+                seen,
             },
         );
         parsed
@@ -272,11 +283,13 @@ impl ParseCache {
         let mtime = mtime_ns(meta);
         let mut inner = self.lock();
         inner.load_once();
-        inner
+        let generation = inner.generation;
+        let hit = inner
             .dirs
-            .get(dir)
-            .filter(|hit| hit.settled && hit.mtime_ns == mtime)
-            .map(|hit| hit.listing.clone())
+            .get_mut(path_bytes(dir))
+            .filter(|hit| hit.settled && hit.mtime_ns == mtime)?;
+        hit.seen = generation;
+        Some(hit.listing.clone())
     }
 
     /// Records the listing of `dir` just read (names must be UTF-8: the file is JSON).
@@ -284,18 +297,20 @@ impl ParseCache {
         let mtime = mtime_ns(meta);
         let settled = settled(mtime, SystemTime::now());
         let mut inner = self.lock();
-        let unchanged = inner.dirs.get(dir).is_some_and(|old| {
+        let unchanged = inner.dirs.get(path_bytes(dir)).is_some_and(|old| {
             old.mtime_ns == mtime && old.settled == settled && *old.listing == listing
         });
         if !unchanged {
             inner.dirty = true;
         }
+        let seen = inner.generation;
         inner.dirs.insert(
-            dir.to_path_buf(),
+            PathKey::from(dir),
             DirEntry {
                 mtime_ns: mtime,
                 settled,
                 listing: Arc::new(listing),
+                seen,
             },
         );
     }
@@ -321,20 +336,25 @@ impl ParseCache {
         verdict
     }
 
-    /// After a full scan: forgets the files and directories the scan did not see and writes
-    /// the file if anything changed. A write failure is logged (the next process parses
-    /// again), never an error.
-    pub fn finish_scan(&self, seen: &HashSet<PathBuf>, seen_dirs: &HashSet<PathBuf>) {
-        {
-            let mut inner = self.lock();
-            let before = inner.entries.len() + inner.dirs.len();
-            inner.entries.retain(|p, _| seen.contains(p));
-            inner.dirs.retain(|p, _| seen_dirs.contains(p));
-            if inner.entries.len() + inner.dirs.len() != before {
-                inner.dirty = true;
-            }
+    /// Starts a full scan: what the scan meets from now on is marked with the returned
+    /// generation, for `finish_scan`.
+    pub fn begin_scan(&self) -> u64 {
+        let mut inner = self.lock();
+        inner.load_once();
+        inner.generation += 1;
+        inner.generation
+    }
+
+    /// After the full scan that `begin_scan` returned `generation` for: forgets the files and
+    /// directories neither it nor a scan started since met (`save` then writes the file).
+    pub fn finish_scan(&self, generation: u64) {
+        let mut inner = self.lock();
+        let before = inner.entries.len() + inner.dirs.len();
+        inner.entries.retain(|_, e| e.seen >= generation);
+        inner.dirs.retain(|_, d| d.seen >= generation);
+        if inner.entries.len() + inner.dirs.len() != before {
+            inner.dirty = true;
         }
-        self.save();
     }
 
     /// Writes the file if anything changed since it was read or written (new verdicts after
@@ -408,8 +428,9 @@ impl Inner {
         }
         for d in disk.dirs {
             self.dirs.insert(
-                d.path,
+                PathKey::from(d.path),
                 DirEntry {
+                    seen: 0,
                     mtime_ns: Some(d.mtime_ns),
                     settled: true,
                     listing: Arc::new(DirListing {
@@ -430,8 +451,9 @@ impl Inner {
                 _ => continue,
             };
             self.entries.insert(
-                e.path,
+                PathKey::from(e.path),
                 Entry {
+                    seen: 0,
                     mtime_ns: Some(e.mtime_ns),
                     len: e.len,
                     settled: true,
@@ -447,10 +469,10 @@ impl Inner {
             .entries
             .iter()
             // JSON holds UTF-8 paths only; another path is simply parsed again next time.
-            .filter(|(path, e)| e.settled && path.to_str().is_some())
+            .filter(|(path, e)| e.settled && path.path().to_str().is_some())
             .filter_map(|(path, e)| {
                 Some(DiskEntry {
-                    path: path.clone(),
+                    path: path.path().to_path_buf(),
                     len: e.len,
                     mtime_ns: e.mtime_ns?,
                     summary: e.parsed.as_ref().ok().map(|d| Summary::of(&d.frontmatter)),
@@ -462,10 +484,10 @@ impl Inner {
         let mut dirs: Vec<DiskDir> = self
             .dirs
             .iter()
-            .filter(|(path, d)| d.settled && path.to_str().is_some())
+            .filter(|(path, d)| d.settled && path.path().to_str().is_some())
             .filter_map(|(path, d)| {
                 Some(DiskDir {
-                    path: path.clone(),
+                    path: path.path().to_path_buf(),
                     mtime_ns: d.mtime_ns?,
                     subdirs: d.listing.subdirs.clone(),
                     links: d.listing.links.clone(),
