@@ -41,8 +41,8 @@ pub mod report;
 pub use modes::*;
 pub use read::{Scroll, SessionRead, read, scroll};
 
-pub(crate) use cjk::{first_positive_term, is_cjk, snippet_around};
 use cjk::mixed_search;
+pub(crate) use cjk::{first_positive_term, is_cjk, snippet_around};
 
 /// One matching message.
 #[derive(Debug, Clone, PartialEq)]
