@@ -197,9 +197,11 @@ fn a_reload_stops_the_old_server_with_what_it_started() {
     stdin.write_all(b"/reload-mcp\n").unwrap();
     stdin.flush().unwrap();
     // hermes keeps running: the old server and its background job are stopped all the same.
-    wait_for("the old MCP server to stop", Duration::from_secs(15), || {
-        is_dead(first)
-    });
+    wait_for(
+        "the old MCP server to stop",
+        Duration::from_secs(15),
+        || is_dead(first),
+    );
     wait_for(
         "what the old MCP server started to stop",
         Duration::from_secs(10),

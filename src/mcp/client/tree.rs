@@ -21,7 +21,11 @@ use crate::security::sandbox::supervise;
 pub struct OwnTree;
 
 impl CommandWrapper for OwnTree {
-    fn pre_spawn(&mut self, command: &mut tokio::process::Command, _: &CommandWrap) -> io::Result<()> {
+    fn pre_spawn(
+        &mut self,
+        command: &mut tokio::process::Command,
+        _: &CommandWrap,
+    ) -> io::Result<()> {
         // Leads its group, so the group id is the supervisor's pid.
         command.process_group(0);
         // The tree is stopped through the supervisor; a SIGKILL on drop would pre-empt it.
