@@ -145,6 +145,88 @@ fn an_mcp_server_and_what_it_started_die_when_hermes_is_killed() {
     assert!(!dir.join("marker").exists());
 }
 
+#[test]
+fn what_an_mcp_server_started_dies_when_hermes_ends_normally() {
+    let env = TestEnv::new();
+    let dir = env.cwd.path().to_path_buf();
+    env.config(&config(&dir));
+    let mock = MockLlm::with_script([
+        Reply::tool_call("c1", "mcp__t__echo", json!({"text": "up"})),
+        Reply::text("done"),
+    ]);
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "echo it"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let server = read_pid(&dir.join("server.pid")).expect("the server ran");
+    let background = read_pid(&dir.join("bg.pid")).expect("the server started its sleep");
+    // A normal end closes the server's stdin and it exits; what it left behind goes with it.
+    wait_for(
+        "the MCP server to end with hermes",
+        Duration::from_secs(10),
+        || is_dead(server),
+    );
+    wait_for(
+        "what the MCP server started to end with hermes",
+        Duration::from_secs(10),
+        || is_dead(background),
+    );
+    assert!(!dir.join("marker").exists());
+}
+
+#[test]
+fn a_reload_stops_the_old_server_with_what_it_started() {
+    use std::io::Write;
+    let env = TestEnv::new();
+    let dir = env.cwd.path().to_path_buf();
+    env.config(&config(&dir));
+    let mock = MockLlm::with_script([Reply::text("after reload")]);
+    let mut hermes = env
+        .spawnable(&mock.base_url(), &[])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the first server", Duration::from_secs(30), || {
+        read_pid(&dir.join("bg.pid")).is_some() && read_pid(&dir.join("server.pid")).is_some()
+    });
+    let first = read_pid(&dir.join("server.pid")).unwrap();
+    let first_bg = read_pid(&dir.join("bg.pid")).unwrap();
+    let mut stdin = hermes.stdin.take().unwrap();
+    stdin.write_all(b"/reload-mcp\n").unwrap();
+    stdin.flush().unwrap();
+    // hermes keeps running: the old server and its background job are stopped all the same.
+    wait_for(
+        "the old MCP server to stop",
+        Duration::from_secs(15),
+        || is_dead(first),
+    );
+    wait_for(
+        "what the old MCP server started to stop",
+        Duration::from_secs(10),
+        || is_dead(first_bg),
+    );
+    assert!(
+        hermes.try_wait().unwrap().is_none(),
+        "hermes ended during the reload"
+    );
+    wait_for("the new server", Duration::from_secs(30), || {
+        read_pid(&dir.join("server.pid")).is_some_and(|p| p != first)
+    });
+    let second_bg = read_pid(&dir.join("bg.pid")).unwrap();
+    stdin.write_all(b"hi\n/quit\n").unwrap();
+    drop(stdin);
+    let out = hermes.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    wait_for(
+        "what the new MCP server started to end with hermes",
+        Duration::from_secs(10),
+        || is_dead(second_bg),
+    );
+    assert!(!dir.join("marker").exists());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_serve_hides_secrets_stored_in_conversations() {
     use hermes::llm::Message;

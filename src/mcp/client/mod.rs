@@ -16,6 +16,7 @@ pub mod names;
 pub mod result;
 pub mod server;
 pub mod supervisor;
+pub mod tree;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
