@@ -8,12 +8,14 @@
 //! (≤ 5 ms; ≤ 300 ms; ≤ 1 MiB per child).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
 #[path = "../tests/support/mock_llm.rs"]
 mod mock_llm;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::median;
 use hermes::agent::Services;
 use hermes::agent::child::{ChildSpec, ChildStart, ChildStatus, ParentLink};
 use hermes::config::{Config, EnvVars, HermesHome};
@@ -94,11 +96,6 @@ async fn rss_run(services: &Arc<Services>, parent: &ParentLink, mock: &MockLlm, 
         "  trend over the second half",
         (marks[9] as f64 - marks[4] as f64) / 500.0
     );
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
 }
 
 fn main() {

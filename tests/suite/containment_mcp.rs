@@ -183,11 +183,7 @@ fn a_reload_stops_the_old_server_with_what_it_started() {
     let dir = env.cwd.path().to_path_buf();
     env.config(&config(&dir));
     let mock = MockLlm::with_script([Reply::text("after reload")]);
-    let mut hermes = env
-        .spawnable(&mock.base_url(), &[])
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut hermes = env.spawn_repl(&mock.base_url(), &[]);
     wait_for("the first server", Duration::from_secs(30), || {
         read_pid(&dir.join("bg.pid")).is_some() && read_pid(&dir.join("server.pid")).is_some()
     });
@@ -259,14 +255,8 @@ async fn mcp_serve_hides_secrets_stored_in_conversations() {
         .gateway_set_route("agent:main:telegram:dm:42", "tg1")
         .unwrap();
 
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_hermes"));
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", env.home_path())
-        .env("HERMES_HOME", env.home_path())
-        .current_dir(env.cwd.path())
-        .args(["mcp", "serve"])
-        .kill_on_drop(true);
+    let mut cmd = tokio::process::Command::from(env.bare_process());
+    cmd.args(["mcp", "serve"]).kill_on_drop(true);
     let transport = rmcp::transport::TokioChildProcess::new(cmd).unwrap();
     let client = ClientConfig::default().serve(transport).await.unwrap();
     let mut answers = Vec::new();

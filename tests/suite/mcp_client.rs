@@ -360,8 +360,7 @@ fn reload_mcp_in_the_repl_reconnects_and_the_next_session_gets_the_new_tools() {
     use std::io::Write;
     let mut env = McpHome::new().stdio("t", "").write();
     let mock = MockLlm::with_script([Reply::text("after reload")]);
-    let mut child = env.spawnable(&mock.base_url(), &[]);
-    let mut child = child.stdin(std::process::Stdio::piped()).spawn().unwrap();
+    let mut child = env.spawn_repl(&mock.base_url(), &[]);
     // Once `t` answered, hermes has read its config: change it under the running REPL.
     let deadline = Instant::now() + Duration::from_secs(20);
     while saved_lists(env.home_path(), "t") == 0 && Instant::now() < deadline {
@@ -461,8 +460,7 @@ fn repl_after_config_change(top: &str) -> (String, Vec<String>) {
     use std::io::Write;
     let mut env = McpHome::new().top(top).stdio("t", "").write();
     let mock = MockLlm::with_script([Reply::text("after the change")]);
-    let mut child = env.spawnable(&mock.base_url(), &[]);
-    let mut child = child.stdin(std::process::Stdio::piped()).spawn().unwrap();
+    let mut child = env.spawn_repl(&mock.base_url(), &[]);
     let deadline = Instant::now() + Duration::from_secs(20);
     while saved_lists(env.home_path(), "t") == 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
