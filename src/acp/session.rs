@@ -207,12 +207,25 @@ impl AcpServer {
             });
         }
         let row = self.stored_row(id).await?;
+        let wanted = id.to_string();
+        let stored_mode = self
+            .services
+            .store
+            .call(move |s| s.session_setting(&wanted, modes::KEY))
+            .await
+            .map_err(|e| tracing::warn!(session = id, error = %e, "cannot read the session's mode"))
+            .ok()
+            .flatten();
         let mcp = mcp_servers::start(&self.services, servers)?;
         let agent = Agent::resume_with_mcp(self.services.clone(), client, row, options, mcp)
             .await
             .map_err(|e| rpc_error(-32603, format!("cannot open session `{id}`: {e}")))?;
         let (history, model) = (agent.history().to_vec(), agent.model().to_string());
         let session = self.keep(agent, cwd, cx);
+        // The mode the editor last picked for it (a value this build does not know is ignored).
+        if let Some(mode) = stored_mode.as_deref().and_then(|m| modes::known(m).ok()) {
+            session.set_mode(mode);
+        }
         Ok(Opened {
             history,
             model,
@@ -325,8 +338,9 @@ impl AcpServer {
             .modes(modes::state(session.mode())))
     }
 
-    /// `session/set_mode`: applies at once, also to a turn that is running.
-    pub fn set_mode(
+    /// `session/set_mode`: applies at once, also to a turn that is running, and is stored with
+    /// the session (`modes::KEY`), so opening it again, from another connection too, keeps it.
+    pub async fn set_mode(
         &self,
         req: &SetSessionModeRequest,
         cx: &ConnectionTo<Client>,
@@ -335,6 +349,22 @@ impl AcpServer {
         let mode = modes::known(&req.mode_id.0).map_err(invalid)?;
         session.set_mode(mode);
         tracing::info!(session = %req.session_id.0, mode, "ACP session mode changed");
+        let id = req.session_id.0.to_string();
+        let stored = self
+            .services
+            .store
+            .call(move |s| s.set_session_setting(&id, modes::KEY, mode))
+            .await;
+        match stored {
+            Ok(true) => {}
+            // Applied for this connection all the same.
+            Ok(false) => {
+                tracing::warn!(session = %req.session_id.0, "the session's model_config is not a JSON object: its mode is not stored")
+            }
+            Err(e) => {
+                tracing::warn!(session = %req.session_id.0, error = %e, "cannot store the session's mode")
+            }
+        }
         cx.send_notification(SessionNotification::new(
             req.session_id.clone(),
             SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(mode)),
