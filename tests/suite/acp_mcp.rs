@@ -167,14 +167,7 @@ fn a_delegated_child_inherits_the_editors_servers() {
     assert!(out.status.success(), "{}", stderr(&out));
     env.config("mcp_discovery_timeout: 5\n");
     let goal = "kappa: echo through the editor's server";
-    let mock = MockLlm::with_script([
-        Reply::tool_call(
-            "d1",
-            "delegate_task",
-            json!({"goal": goal, "toolsets": ["file"]}),
-        ),
-        Reply::text("Parent done."),
-    ]);
+    let mock = crate::suite::mcp_delegation::delegating(goal);
     mock.push_for(
         goal,
         Reply::tool_call("c1", "mcp__ed__echo", json!({"text": "from the child"})),
