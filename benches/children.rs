@@ -125,6 +125,7 @@ fn main() {
         cwd: home.path().to_path_buf(),
         depth: 0,
         cancel: CancellationToken::new(),
+        session_mcp: None,
     };
     println!("hermes children benchmark (library API, mock LLM in process)");
 

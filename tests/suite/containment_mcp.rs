@@ -48,6 +48,21 @@ fn read_pid(path: &Path) -> Option<u32> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
+/// Waits (bounded) until the server `server` and its background job `background` are gone
+/// (`when`: "with hermes", …), and checks the job never finished its work.
+fn wait_gone(dir: &Path, server: u32, background: u32, when: &str) {
+    let limit = Duration::from_secs(15);
+    wait_for(&format!("the MCP server to end {when}"), limit, || {
+        is_dead(server)
+    });
+    wait_for(
+        &format!("what the MCP server started to end {when}"),
+        limit,
+        || is_dead(background),
+    );
+    assert!(!dir.join("marker").exists());
+}
+
 /// Waits (bounded) until `done` holds.
 fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     let start = Instant::now();
@@ -132,17 +147,7 @@ fn an_mcp_server_and_what_it_started_die_when_hermes_is_killed() {
 
     hermes.kill().unwrap(); // SIGKILL: no clean-up code of hermes runs.
     let _ = hermes.wait();
-    wait_for(
-        "the MCP server to die with hermes",
-        Duration::from_secs(10),
-        || is_dead(server),
-    );
-    wait_for(
-        "what the MCP server started to die with hermes",
-        Duration::from_secs(10),
-        || is_dead(background),
-    );
-    assert!(!dir.join("marker").exists());
+    wait_gone(&dir, server, background, "when hermes is killed");
 }
 
 #[test]
@@ -163,17 +168,7 @@ fn what_an_mcp_server_started_dies_when_hermes_ends_normally() {
     let server = read_pid(&dir.join("server.pid")).expect("the server ran");
     let background = read_pid(&dir.join("bg.pid")).expect("the server started its sleep");
     // A normal end closes the server's stdin and it exits; what it left behind goes with it.
-    wait_for(
-        "the MCP server to end with hermes",
-        Duration::from_secs(10),
-        || is_dead(server),
-    );
-    wait_for(
-        "what the MCP server started to end with hermes",
-        Duration::from_secs(10),
-        || is_dead(background),
-    );
-    assert!(!dir.join("marker").exists());
+    wait_gone(&dir, server, background, "when hermes ends");
 }
 
 #[test]
@@ -193,16 +188,7 @@ fn a_reload_stops_the_old_server_with_what_it_started() {
     stdin.write_all(b"/reload-mcp\n").unwrap();
     stdin.flush().unwrap();
     // hermes keeps running: the old server and its background job are stopped all the same.
-    wait_for(
-        "the old MCP server to stop",
-        Duration::from_secs(15),
-        || is_dead(first),
-    );
-    wait_for(
-        "what the old MCP server started to stop",
-        Duration::from_secs(10),
-        || is_dead(first_bg),
-    );
+    wait_gone(&dir, first, first_bg, "on a reload");
     assert!(
         hermes.try_wait().unwrap().is_none(),
         "hermes ended during the reload"
@@ -210,17 +196,13 @@ fn a_reload_stops_the_old_server_with_what_it_started() {
     wait_for("the new server", Duration::from_secs(30), || {
         read_pid(&dir.join("server.pid")).is_some_and(|p| p != first)
     });
+    let second = read_pid(&dir.join("server.pid")).unwrap();
     let second_bg = read_pid(&dir.join("bg.pid")).unwrap();
     stdin.write_all(b"hi\n/quit\n").unwrap();
     drop(stdin);
     let out = hermes.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    wait_for(
-        "what the new MCP server started to end with hermes",
-        Duration::from_secs(10),
-        || is_dead(second_bg),
-    );
-    assert!(!dir.join("marker").exists());
+    wait_gone(&dir, second, second_bg, "when hermes ends");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -415,7 +415,7 @@ fn a_known_server_that_is_down_keeps_its_tools_listed_and_says_why() {
 #[test]
 fn two_servers_of_the_same_name_keep_their_own_tool_lists() {
     use crate::support::mcp_servers::stdio_server;
-    let env = crate::support::harness::TestEnv::new();
+    let env = McpHome::new();
     // `t` run directly, and `t` run through `sh` (an editor's server and a config one may
     // share a name this way): `hang` 1 makes it never answer.
     let direct = |hang: u8| {
@@ -439,12 +439,7 @@ fn two_servers_of_the_same_name_keep_their_own_tool_lists() {
     for yaml in [direct(1), via_sh(1)] {
         env.config(&yaml);
         let mock = MockLlm::with_script([Reply::text("hi")]);
-        let out = env
-            .cmd(&mock.base_url())
-            .args(["-z", "hi"])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", stderr(&out));
+        env.ask(&mock, "hi");
         let names = tool_names(&mock.requests()[0]);
         assert!(
             names.iter().any(|n| n == "mcp__t__echo"),
