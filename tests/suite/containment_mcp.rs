@@ -1,10 +1,10 @@
 //! Containment of MCP, tried through the real binary as an attacker would: a stdio server hermes
 //! spawns sees the terminal's scrubbed environment (a secret only when its entry lists it), what
-//! it returns is redacted before it reaches the model or state.db, and it dies with hermes —
-//! SIGKILL included, with what it started in the background, and so does it when hermes ends, reloads
-//! or stops it when idle. And `hermes mcp serve` hands no
-//! secret out of state.db: a key a user pasted into a chat (user messages are stored as typed)
-//! is hidden from `conversations_search` and `messages_read`.
+//! it returns is redacted before it reaches the model or state.db, and it ends with what it
+//! started in the background whenever it is stopped — hermes SIGKILLed or ending normally, a
+//! reload, an idle stop. And `hermes mcp serve` hands no secret out of state.db: a key a user
+//! pasted into a chat (user messages are stored as typed) is hidden from `conversations_search`
+//! and `messages_read`.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
