@@ -1,9 +1,10 @@
 //! Containment of MCP, tried through the real binary as an attacker would: a stdio server hermes
 //! spawns sees the terminal's scrubbed environment (a secret only when its entry lists it), what
-//! it returns is redacted before it reaches the model or state.db, and it dies with hermes —
-//! SIGKILL included, with what it started in the background. And `hermes mcp serve` hands no
-//! secret out of state.db: a key a user pasted into a chat (user messages are stored as typed)
-//! is hidden from `conversations_search` and `messages_read`.
+//! it returns is redacted before it reaches the model or state.db, and it ends with what it
+//! started in the background whenever it is stopped — hermes SIGKILLed or ending normally, a
+//! reload, an idle stop. And `hermes mcp serve` hands no secret out of state.db: a key a user
+//! pasted into a chat (user messages are stored as typed) is hidden from `conversations_search`
+//! and `messages_read`.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -203,6 +204,33 @@ fn a_reload_stops_the_old_server_with_what_it_started() {
     let out = hermes.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     wait_gone(&dir, second, second_bg, "when hermes ends");
+}
+
+#[test]
+fn an_idle_stop_stops_what_the_server_started() {
+    use std::io::Write;
+    let env = TestEnv::new();
+    let dir = env.cwd.path().to_path_buf();
+    env.config(&(config(&dir) + "    idle_timeout_seconds: 1\n"));
+    let mock = MockLlm::with_script([]);
+    let mut hermes = env
+        .spawnable(&mock.base_url(), &[])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the server", Duration::from_secs(30), || {
+        read_pid(&dir.join("bg.pid")).is_some() && read_pid(&dir.join("server.pid")).is_some()
+    });
+    let server = read_pid(&dir.join("server.pid")).unwrap();
+    let background = read_pid(&dir.join("bg.pid")).unwrap();
+    // Nothing calls it: past its idle timeout it is stopped while hermes runs on.
+    wait_gone(&dir, server, background, "at its idle timeout");
+    assert!(hermes.try_wait().unwrap().is_none(), "hermes ended");
+    let mut stdin = hermes.stdin.take().unwrap();
+    stdin.write_all(b"/quit\n").unwrap();
+    drop(stdin);
+    let out = hermes.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
