@@ -417,10 +417,10 @@ fn shape_span(text: &str, start: usize, end: usize, shape: Shape) -> Option<(usi
             Some((start + token.start(), start + token.end()))
         }
         Shape::Named => {
-            if harmless_key_name(bytes, start) {
-                return None;
-            }
-            named_value(text, end)
+            // Most name hits have no value and are rejected by the scan; only a found value
+            // pays for the look back at the word before `_key`.
+            let span = named_value(text, end)?;
+            (!harmless_key_name(bytes, start)).then_some(span)
         }
     }
 }

@@ -78,6 +78,7 @@ const fn byte_set(class: ByteClass, extra: &[u8]) -> [bool; 256] {
 
 /// Whether the name trigger at `start` is the `_key`/`-key` of a harmless name (`cache_key`):
 /// the whole alphanumeric word before it is one of [`HARMLESS_KEY_WORDS`].
+#[inline]
 pub(crate) fn harmless_key_name(bytes: &[u8], start: usize) -> bool {
     let is_key = matches!(bytes.get(start), Some(b'_' | b'-'))
         && bytes
@@ -102,6 +103,7 @@ pub(crate) fn harmless_key_name(bytes: &[u8], start: usize) -> bool {
 /// For a secret-ish name ending at `name_end`: the span of its value in `name = value`,
 /// `"name": "value"`, `NAME=value` or `name: Bearer value`. Scanned by hand: names such as
 /// `token` and `_key` are common in code, and most hits must be rejected cheaply.
+#[inline]
 pub(crate) fn named_value(text: &str, name_end: usize) -> Option<(usize, usize)> {
     let b = text.as_bytes();
     let len = b.len();
