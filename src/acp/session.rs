@@ -290,8 +290,8 @@ impl AcpServer {
     }
 
     /// A new session in `cwd` with a copy of session `id`'s stored conversation (and its frozen
-    /// system prompt, so the copy's requests start with the same bytes); `parent_session_id`
-    /// names `id`. A turn running in `id` is waited for, so the copy is whole.
+    /// system prompt, so the copy's requests start with the same bytes), in its stored mode;
+    /// `parent_session_id` names `id`. A turn running in `id` is waited for, so the copy is whole.
     pub async fn fork_session(
         &self,
         id: &str,
@@ -331,6 +331,10 @@ impl AcpServer {
                 s.create_session(&copy)?;
                 for stored in s.messages(&from)? {
                     s.append_message(&copy.id, &stored.message)?;
+                }
+                // The copy starts in the mode the editor picked for the original.
+                if let Some(mode) = s.session_setting(&from, modes::KEY)? {
+                    s.set_session_setting(&copy.id, modes::KEY, &mode)?;
                 }
                 s.session(&copy.id)
             })

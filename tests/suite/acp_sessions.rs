@@ -46,6 +46,11 @@ fn a_fork_carries_the_conversation_and_names_its_parent() {
         "session/prompt",
         prompt(&parent, "remember the word kumquat"),
     );
+    let r = editor.call(
+        "session/set_mode",
+        json!({"sessionId": parent, "modeId": "accept_edits"}),
+    );
+    assert!(r.get("error").is_none(), "{r}");
 
     let forked = editor.call(
         "session/fork",
@@ -54,7 +59,8 @@ fn a_fork_carries_the_conversation_and_names_its_parent() {
     assert!(forked.get("error").is_none(), "{forked}");
     let fork = forked["result"]["sessionId"].as_str().unwrap().to_string();
     assert_ne!(fork, parent);
-    assert_eq!(forked["result"]["modes"]["currentModeId"], "default");
+    // In the original's mode.
+    assert_eq!(forked["result"]["modes"]["currentModeId"], "accept_edits");
     assert_eq!(forked["result"]["configOptions"][0]["id"], "model");
 
     // The fork knows the earlier turn; the parent does not learn the fork's.
@@ -86,6 +92,7 @@ fn a_fork_carries_the_conversation_and_names_its_parent() {
         json!({"sessionId": fork, "cwd": env.cwd.path()}),
     );
     let grandchild = forked["result"]["sessionId"].as_str().unwrap().to_string();
+    assert_eq!(forked["result"]["modes"]["currentModeId"], "accept_edits");
     mock.push(Reply::text("yes"));
     editor.call("session/prompt", prompt(&grandchild, "still kumquat?"));
     let body = mock.requests().last().unwrap().to_string();
