@@ -8,12 +8,14 @@
 //! (≤ 5 ms; ≤ 300 ms; ≤ 1 MiB per child).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
 #[path = "../tests/support/mock_llm.rs"]
 mod mock_llm;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::median;
 use hermes::agent::Services;
 use hermes::agent::child::{ChildSpec, ChildStart, ChildStatus, ParentLink};
 use hermes::config::{Config, EnvVars, HermesHome};
@@ -96,11 +98,6 @@ async fn rss_run(services: &Arc<Services>, parent: &ParentLink, mock: &MockLlm, 
     );
 }
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -128,6 +125,7 @@ fn main() {
         cwd: home.path().to_path_buf(),
         depth: 0,
         cancel: CancellationToken::new(),
+        session_mcp: None,
     };
     println!("hermes children benchmark (library API, mock LLM in process)");
 

@@ -6,13 +6,15 @@
 //! Figures are printed, not asserted: the targets live in the issue and the closing notes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
 #[path = "../tests/support/mock_llm.rs"]
 mod mock_llm;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::median;
 use mock_llm::{MockLlm, Reply};
 use serde_json::json;
 
@@ -20,14 +22,8 @@ const RUNS: usize = 15;
 
 fn main() {
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_hermes"));
-    let home = tempfile::tempdir().unwrap();
+    let home = common::home(common::QUIET_CONFIG);
     let cwd = tempfile::tempdir().unwrap();
-    // The loop's own cost is measured: background reviews (skills, memory) are switched off.
-    std::fs::write(
-        home.path().join("config.yaml"),
-        "skills:\n  creation_nudge_interval: 0\nmemory:\n  nudge_interval: 0\n",
-    )
-    .unwrap();
     for i in 0..10 {
         std::fs::write(cwd.path().join(format!("f{i}.txt")), format!("file {i}\n")).unwrap();
     }
@@ -46,16 +42,8 @@ fn main() {
 
     let first_request = median((0..RUNS).map(|_| {
         let mock = MockLlm::with_script([Reply::text("ok")]);
-        let t = Instant::now();
-        let mut child = hermes(&bin, home.path(), cwd.path(), &mock, &["-z", "hi"])
-            .spawn()
-            .unwrap();
-        while mock.request_count() == 0 {
-            std::thread::sleep(Duration::from_micros(100));
-        }
-        let elapsed = t.elapsed();
-        child.wait().unwrap();
-        elapsed
+        let cmd = hermes(&bin, home.path(), cwd.path(), &mock, &["-z", "hi"]);
+        common::time_to_first_request(cmd, || mock.request_count())
     }));
     report("start → first LLM request", first_request, "≤ 30 ms");
 
@@ -120,18 +108,7 @@ fn run_rounds(bin: &Path, home: &Path, cwd: &Path, rounds: usize) -> (Duration, 
 }
 
 fn hermes(bin: &Path, home: &Path, cwd: &Path, mock: &MockLlm, args: &[&str]) -> Command {
-    let mut cmd = Command::new(bin);
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("HERMES_HOME", home)
-        .env("CUSTOM_BASE_URL", mock.base_url())
-        .current_dir(cwd)
-        .args(["--provider", "custom", "-m", "bench-model"])
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    cmd
+    common::hermes_on(bin, home, cwd, &mock.base_url(), "bench-model", args)
 }
 
 /// Waits for the child and returns its exit status and peak RSS (KiB) from `wait4`.
@@ -144,12 +121,6 @@ fn wait_with_rusage(child: std::process::Child) -> (i32, i64) {
     assert_eq!(rc, pid);
     std::mem::forget(child);
     (libc::WEXITSTATUS(status), usage.ru_maxrss)
-}
-
-fn median(samples: impl Iterator<Item = Duration>) -> Duration {
-    let mut v: Vec<Duration> = samples.collect();
-    v.sort();
-    v[v.len() / 2]
 }
 
 fn report(name: &str, d: Duration, target: &str) {

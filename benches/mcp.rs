@@ -11,15 +11,17 @@
 //! not asserted.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
 #[path = "../tests/support/mock_llm.rs"]
 mod mock_llm;
 #[path = "mcp/roundtrip.rs"]
 mod roundtrip;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
+use common::{home, median};
 use mock_llm::{MockLlm, Reply};
 
 const RUNS: usize = 11;
@@ -33,7 +35,7 @@ fn main() {
         server.display()
     );
     let cwd = tempfile::tempdir().unwrap();
-    let base = "skills:\n  creation_nudge_interval: 0\nmemory:\n  nudge_interval: 0\n";
+    let base = common::QUIET_CONFIG;
 
     let none = home(base);
     let t_none = median((0..RUNS).map(|_| first_request(&bin, none.path(), cwd.path())));
@@ -123,25 +125,8 @@ fn test_server(bin: &Path) -> PathBuf {
     path
 }
 
-fn home(config: &str) -> tempfile::TempDir {
-    let h = tempfile::tempdir().unwrap();
-    std::fs::write(h.path().join("config.yaml"), config).unwrap();
-    h
-}
-
 fn hermes(bin: &Path, home: &Path, cwd: &Path, mock: &MockLlm, args: &[&str]) -> Command {
-    let mut cmd = Command::new(bin);
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("HERMES_HOME", home)
-        .env("CUSTOM_BASE_URL", mock.base_url())
-        .current_dir(cwd)
-        .args(["--provider", "custom", "-m", "test-model"])
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    cmd
+    common::hermes_on(bin, home, cwd, &mock.base_url(), "test-model", args)
 }
 
 fn run(bin: &Path, home: &Path, cwd: &Path, mock: &MockLlm, args: &[&str]) {
@@ -151,22 +136,8 @@ fn run(bin: &Path, home: &Path, cwd: &Path, mock: &MockLlm, args: &[&str]) {
 
 fn first_request(bin: &Path, home: &Path, cwd: &Path) -> Duration {
     let mock = MockLlm::with_script([Reply::text("ok")]);
-    let t = Instant::now();
-    let mut child = hermes(bin, home, cwd, &mock, &["-z", "hi"])
-        .spawn()
-        .unwrap();
-    while mock.request_count() == 0 {
-        std::thread::sleep(Duration::from_micros(100));
-    }
-    let elapsed = t.elapsed();
-    child.wait().unwrap();
-    elapsed
-}
-
-fn median(samples: impl Iterator<Item = Duration>) -> Duration {
-    let mut v: Vec<Duration> = samples.collect();
-    v.sort();
-    v[v.len() / 2]
+    let cmd = hermes(bin, home, cwd, &mock, &["-z", "hi"]);
+    common::time_to_first_request(cmd, || mock.request_count())
 }
 
 fn report(label: &str, d: Duration, note: &str) {

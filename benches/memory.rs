@@ -11,7 +11,10 @@
 //! `HERMES_BENCH_ONLY=cli` runs only that part.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use hermes::config::{Config, EnvVars, HermesHome};
@@ -112,12 +115,10 @@ fn cli_search(db: &Path, n: usize) {
         ),
     ];
     let run = |query: &str| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_hermes"))
-            .env_clear()
-            .env("HOME", &home)
-            .env("HERMES_HOME", &home)
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        let out = common::hermes(Path::new(env!("CARGO_BIN_EXE_hermes")), &home, &home)
             .args(["sessions", "search", query])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
             .output()
             .unwrap();
         assert!(
@@ -137,36 +138,22 @@ fn cli_search(db: &Path, n: usize) {
         let mut times = Vec::new();
         let mut cpu = Vec::new();
         for _ in 0..CLI_RUNS {
-            let c = children_cpu();
+            let c = common::children_cpu();
             let t = Instant::now();
             std::hint::black_box(run(query));
             times.push(t.elapsed());
-            cpu.push(children_cpu().saturating_sub(c));
+            cpu.push(common::children_cpu().saturating_sub(c));
         }
         let found = String::from_utf8_lossy(&first)
             .matches("→ hermes sessions show")
             .count();
         report(&format!("{label} ({found} shown)"), times);
-        cpu.sort();
+        let cpu = common::Stats::of(cpu);
         println!(
             "  {:<36} CPU min {:>9.2?}   median {:>9.2?}",
-            "",
-            cpu[0],
-            cpu[cpu.len() / 2]
+            "", cpu.min, cpu.median
         );
     }
-}
-
-/// User + system time of all waited-for children so far.
-fn children_cpu() -> Duration {
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: getrusage writes a whole `rusage` into the pointer it is given.
-    let usage = unsafe {
-        libc::getrusage(libc::RUSAGE_CHILDREN, usage.as_mut_ptr());
-        usage.assume_init()
-    };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1_000);
-    tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
 /// Word `rank` of the generated vocabulary (low ranks are frequent).
@@ -279,13 +266,11 @@ fn time_queries(conn: &rusqlite::Connection, queries: &[String]) -> Vec<Duration
     times
 }
 
-fn report(label: &str, mut times: Vec<Duration>) {
-    times.sort();
-    let median = times[times.len() / 2];
-    let p95 = times[(times.len() * 95 / 100).min(times.len() - 1)];
+fn report(label: &str, times: Vec<Duration>) {
+    let s = common::Stats::of(times);
     println!(
-        "  {label:<36} median {median:>9.2?}   p95 {p95:>9.2?}   max {:>9.2?}",
-        times[times.len() - 1]
+        "  {label:<36} median {:>9.2?}   p95 {:>9.2?}   max {:>9.2?}",
+        s.median, s.p95, s.max
     );
 }
 

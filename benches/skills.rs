@@ -10,6 +10,7 @@
 //! `skills list --json` ≤ 20 ms per process; start → first request ≤ 30 ms).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
 #[path = "../tests/support/mock_llm.rs"]
 mod mock_llm;
 
@@ -17,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::{children_cpu, stats};
 use hermes::config::{Config, EnvVars, HermesHome};
 use hermes::skills::{SkillStore, index};
 
@@ -60,30 +62,6 @@ fn age(path: &Path) {
         .unwrap()
         .set_modified(t)
         .unwrap();
-}
-
-/// CPU time (user + system) of the children this process has waited for so far. On a loaded
-/// machine wall-clock time measures the queue for the cores; CPU time is what the process costs.
-fn children_cpu() -> Duration {
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: getrusage writes a whole `rusage` into the pointer it is given.
-    let usage = unsafe {
-        libc::getrusage(libc::RUSAGE_CHILDREN, usage.as_mut_ptr());
-        usage.assume_init()
-    };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1_000);
-    tv(usage.ru_utime) + tv(usage.ru_stime)
-}
-
-fn stats(mut samples: Vec<Duration>) -> String {
-    samples.sort();
-    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    format!(
-        "median {:.2} ms, p95 {:.2} ms, min {:.2} ms",
-        ms(samples[samples.len() / 2]),
-        ms(samples[samples.len() * 95 / 100]),
-        ms(samples[0])
-    )
 }
 
 fn main() {

@@ -968,7 +968,8 @@ impl Agent {
                 let _ = events.send(AgentEvent::ToolStart {
                     id: call.id.clone(),
                     name: call.name.clone(),
-                    summary: summarize_args(&call.arguments),
+                    // Redacted before it is cut: a cut secret no longer matches a pattern.
+                    summary: summarize_args(&self.services.shield.redactor.redact(&call.arguments)),
                 });
                 let started = Instant::now();
                 let output = if ctx.cancel.is_cancelled() {

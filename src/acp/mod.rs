@@ -247,7 +247,7 @@ pub async fn serve(
                 async move |req: SetSessionModeRequest,
                             responder: Responder<SetSessionModeResponse>,
                             cx: ConnectionTo<Client>| {
-                    match server.set_mode(&req, &cx) {
+                    match server.set_mode(&req, &cx).await {
                         Ok(r) => responder.respond(r),
                         Err(e) => responder.respond_with_error(e),
                     }

@@ -12,8 +12,9 @@
 //! No mode reaches past the boundary: protected paths and secret files are refused by the file
 //! tools' path policy before any edit question, and the hardline floor and the user's deny rules
 //! refuse a command in every mode, `yolo` included (`security::approval`). A session starts in
-//! `default`, or `yolo` when `hermes acp` runs with `--yolo`; the mode lives as long as the
-//! connection keeps the session open.
+//! `default`, or `yolo` when `hermes acp` runs with `--yolo`. A mode the editor sets is stored
+//! with the session (`KEY` in state.db's `sessions.model_config`), so `session/load` or
+//! `session/resume`, from a later connection too, opens the session in it again.
 
 use std::path::Path;
 
@@ -25,6 +26,9 @@ pub const DEFAULT: &str = "default";
 pub const ACCEPT_EDITS: &str = "accept_edits";
 pub const DONT_ASK: &str = "dont_ask";
 pub const YOLO: &str = "yolo";
+
+/// The `sessions.model_config` key a session's mode is stored under.
+pub const KEY: &str = "acp_mode";
 
 /// Every mode: id, name, description (what the editor shows).
 const MODES: [(&str, &str, &str); 4] = [

@@ -16,9 +16,9 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     CurrentModeUpdate, ForkSessionResponse, ListSessionsResponse, LoadSessionResponse, McpServer,
     NewSessionResponse, ResumeSessionResponse, SessionConfigOption, SessionConfigOptionCategory,
-    SessionConfigOptionValue, SessionConfigSelectOption, SessionInfo, SessionNotification,
-    SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
-    SetSessionModeRequest, SetSessionModeResponse,
+    SessionConfigOptionValue, SessionConfigSelectOption, SessionInfo, SessionModeState,
+    SessionNotification, SessionUpdate, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
 };
 use agent_client_protocol::{Client, Error};
 use tokio_util::sync::CancellationToken;
@@ -38,13 +38,6 @@ const PAGE: usize = 50;
 const MODEL_OPTION: &str = "model";
 /// How long the provider's model list may take.
 const MODELS_TIMEOUT: Duration = Duration::from_secs(3);
-
-/// A stored session as opened: what the editor is told about it.
-struct Opened {
-    history: Vec<crate::llm::Message>,
-    model: String,
-    mode: &'static str,
-}
 
 /// One open session: its agent (locked while a turn runs), the running turn's cancel token,
 /// and its mode with the approval gate the mode sets (changeable while a turn runs).
@@ -180,8 +173,9 @@ impl AcpServer {
             .modes(modes::state(session.mode())))
     }
 
-    /// The stored session `id` as an open one (opened now unless this connection has it):
-    /// its history and model.
+    /// The stored session `id` as an open one (opened now unless this connection has it), its
+    /// conversation replayed to the editor first when `replay` (`session/load`; a resume does
+    /// not): the model options and the modes a load or resume answer carries.
     /// (A session this connection already has keeps the MCP servers it was opened with.)
     async fn open_stored(
         &self,
@@ -189,7 +183,8 @@ impl AcpServer {
         cwd: &Path,
         servers: &[McpServer],
         cx: &ConnectionTo<Client>,
-    ) -> Result<Opened, Error> {
+        replay: bool,
+    ) -> Result<(Vec<SessionConfigOption>, SessionModeState), Error> {
         let client = self.client()?;
         let options = self.options_for(cwd)?;
         let open = self
@@ -198,26 +193,62 @@ impl AcpServer {
             .unwrap_or_else(PoisonError::into_inner)
             .get(id)
             .cloned();
-        if let Some(session) = open {
+        let session = match open {
+            Some(session) => session,
+            None => {
+                let row = self.stored_row(id).await?;
+                let what = format!("session `{id}`");
+                self.open_row(client, options, row, servers, cx, &what)
+                    .await?
+            }
+        };
+        let (history, model) = {
             let agent = session.agent.lock().await;
-            return Ok(Opened {
-                history: agent.history().to_vec(),
-                model: agent.model().to_string(),
-                mode: session.mode(),
-            });
+            (
+                replay.then(|| agent.history().to_vec()),
+                agent.model().to_string(),
+            )
+        };
+        for update in history.iter().flat_map(|h| updates::replay(h, cwd)) {
+            cx.send_notification(SessionNotification::new(id.to_string(), update))?;
         }
-        let row = self.stored_row(id).await?;
+        let options = self.config_options(&model).await;
+        Ok((options, modes::state(session.mode())))
+    }
+
+    /// Opens stored `row` as a session of this connection: the editor's MCP servers for it
+    /// started, in the mode the editor last picked for it (one this build does not know is
+    /// ignored), in `options.cwd`. `what` names it in an error.
+    async fn open_row(
+        &self,
+        client: Arc<dyn LlmClient>,
+        options: AgentOptions,
+        row: crate::sessions::SessionRow,
+        servers: &[McpServer],
+        cx: &ConnectionTo<Client>,
+        what: &str,
+    ) -> Result<Arc<AcpSession>, Error> {
+        let id = row.id.clone();
+        let stored_mode = self
+            .services
+            .store
+            .call(move |s| s.session_setting(&id, modes::KEY))
+            .await
+            .map_err(
+                |e| tracing::warn!(session = %row.id, error = %e, "cannot read the session's mode"),
+            )
+            .ok()
+            .flatten();
+        let cwd = options.cwd.clone();
         let mcp = mcp_servers::start(&self.services, servers)?;
         let agent = Agent::resume_with_mcp(self.services.clone(), client, row, options, mcp)
             .await
-            .map_err(|e| rpc_error(-32603, format!("cannot open session `{id}`: {e}")))?;
-        let (history, model) = (agent.history().to_vec(), agent.model().to_string());
-        let session = self.keep(agent, cwd, cx);
-        Ok(Opened {
-            history,
-            model,
-            mode: session.mode(),
-        })
+            .map_err(|e| rpc_error(-32603, format!("cannot open {what}: {e}")))?;
+        let session = self.keep(agent, &cwd, cx);
+        if let Some(mode) = stored_mode.as_deref().and_then(|m| modes::known(m).ok()) {
+            session.set_mode(mode);
+        }
+        Ok(session)
     }
 
     async fn stored_row(&self, id: &str) -> Result<crate::sessions::SessionRow, Error> {
@@ -238,14 +269,10 @@ impl AcpServer {
         servers: &[McpServer],
         cx: &ConnectionTo<Client>,
     ) -> Result<LoadSessionResponse, Error> {
-        let opened = self.open_stored(id, cwd, servers, cx).await?;
-        for update in updates::replay(&opened.history, cwd) {
-            cx.send_notification(SessionNotification::new(id.to_string(), update))?;
-        }
-        let options = self.config_options(&opened.model).await;
+        let (options, modes) = self.open_stored(id, cwd, servers, cx, true).await?;
         Ok(LoadSessionResponse::new()
             .config_options(options)
-            .modes(modes::state(opened.mode)))
+            .modes(modes))
     }
 
     /// Opens a stored session without replaying it (the editor still shows it).
@@ -256,16 +283,15 @@ impl AcpServer {
         servers: &[McpServer],
         cx: &ConnectionTo<Client>,
     ) -> Result<ResumeSessionResponse, Error> {
-        let opened = self.open_stored(id, cwd, servers, cx).await?;
-        let options = self.config_options(&opened.model).await;
+        let (options, modes) = self.open_stored(id, cwd, servers, cx, false).await?;
         Ok(ResumeSessionResponse::new()
             .config_options(options)
-            .modes(modes::state(opened.mode)))
+            .modes(modes))
     }
 
     /// A new session in `cwd` with a copy of session `id`'s stored conversation (and its frozen
-    /// system prompt, so the copy's requests start with the same bytes); `parent_session_id`
-    /// names `id`. A turn running in `id` is waited for, so the copy is whole.
+    /// system prompt, so the copy's requests start with the same bytes), in its stored mode;
+    /// `parent_session_id` names `id`. A turn running in `id` is waited for, so the copy is whole.
     pub async fn fork_session(
         &self,
         id: &str,
@@ -306,27 +332,31 @@ impl AcpServer {
                 for stored in s.messages(&from)? {
                     s.append_message(&copy.id, &stored.message)?;
                 }
+                // The copy starts in the mode the editor picked for the original.
+                if let Some(mode) = s.session_setting(&from, modes::KEY)? {
+                    s.set_session_setting(&copy.id, modes::KEY, &mode)?;
+                }
                 s.session(&copy.id)
             })
             .await
             .map_err(|e| rpc_error(-32603, format!("cannot copy session `{id}`: {e}")))?
             .ok_or_else(|| rpc_error(-32603, format!("the copy of `{id}` vanished")))?;
         drop(_running);
-        let mcp = mcp_servers::start(&self.services, servers)?;
-        let agent = Agent::resume_with_mcp(self.services.clone(), client, row, options, mcp)
-            .await
-            .map_err(|e| rpc_error(-32603, format!("cannot open the copy of `{id}`: {e}")))?;
-        let model = agent.model().to_string();
+        let what = format!("the copy of `{id}`");
+        let session = self
+            .open_row(client, options, row, servers, cx, &what)
+            .await?;
+        let model = session.agent.lock().await.model().to_string();
         tracing::info!(parent = id, session = %new_id, "ACP session forked");
-        let session = self.keep(agent, cwd, cx);
         let options = self.config_options(&model).await;
         Ok(ForkSessionResponse::new(new_id)
             .config_options(options)
             .modes(modes::state(session.mode())))
     }
 
-    /// `session/set_mode`: applies at once, also to a turn that is running.
-    pub fn set_mode(
+    /// `session/set_mode`: applies at once, also to a turn that is running, and is stored with
+    /// the session (`modes::KEY`), so opening it again, from another connection too, keeps it.
+    pub async fn set_mode(
         &self,
         req: &SetSessionModeRequest,
         cx: &ConnectionTo<Client>,
@@ -335,6 +365,22 @@ impl AcpServer {
         let mode = modes::known(&req.mode_id.0).map_err(invalid)?;
         session.set_mode(mode);
         tracing::info!(session = %req.session_id.0, mode, "ACP session mode changed");
+        let id = req.session_id.0.to_string();
+        let stored = self
+            .services
+            .store
+            .call(move |s| s.set_session_setting(&id, modes::KEY, mode))
+            .await;
+        match stored {
+            Ok(true) => {}
+            // Applied for this connection all the same.
+            Ok(false) => {
+                tracing::warn!(session = %req.session_id.0, "the session's model_config is not a JSON object: its mode is not stored")
+            }
+            Err(e) => {
+                tracing::warn!(session = %req.session_id.0, error = %e, "cannot store the session's mode")
+            }
+        }
         cx.send_notification(SessionNotification::new(
             req.session_id.clone(),
             SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(mode)),

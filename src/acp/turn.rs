@@ -20,6 +20,11 @@ use super::session::AcpSession;
 use super::{AcpServer, invalid, rpc_error, updates};
 use crate::agent::{AgentEvent, TurnExit};
 use crate::security::approval::{ApprovalChoice, ApprovalRequest, EDIT_REASON};
+use crate::security::redact::Redactor;
+
+/// The longest permission-question title (characters) an editor is shown; the full command,
+/// redacted, is in the question's `rawInput`.
+const TITLE_MAX: usize = 200;
 
 /// Permission option ids, and the answer each one means.
 const OPTIONS: [(&str, &str, PermissionOptionKind, ApprovalChoice); 4] = [
@@ -84,6 +89,7 @@ pub async fn prompt(
         session.cwd.clone(),
         agent.scratch(),
         cancel.clone(),
+        server.services.shield.clone(),
     ));
     let result = agent.run_turn(&text, &tx, &cancel).await;
     drop(tx);
@@ -112,6 +118,7 @@ async fn forward(
     cwd: std::path::PathBuf,
     scratch: Arc<crate::tools::SessionScratch>,
     cancel: CancellationToken,
+    shield: Arc<crate::security::shield::Shield>,
 ) -> bool {
     let mut streamed = false;
     // The call an approval question belongs to (the last command or edit that started).
@@ -160,6 +167,7 @@ async fn forward(
                     last_asking.clone(),
                     request,
                     cancel.clone(),
+                    shield.clone(),
                 );
                 tokio::spawn(async move {
                     let mut respond = respond;
@@ -188,24 +196,17 @@ async fn ask_permission(
     call_id: Option<String>,
     request: ApprovalRequest,
     cancel: CancellationToken,
+    shield: Arc<crate::security::shield::Shield>,
 ) -> ApprovalChoice {
-    let edit = request.reasons.iter().any(|r| r == EDIT_REASON);
-    let (title, kind) = if edit {
-        (format!("Edit: {}", request.command), ToolKind::Edit)
-    } else {
-        let mut title = format!("Run `{}`", request.command);
-        if !request.reasons.is_empty() {
-            title.push_str(&format!(" ({})", request.reasons.join("; ")));
-        }
-        (title, ToolKind::Execute)
-    };
+    let redactor = &shield.redactor;
+    let (title, kind) = permission_title(&request, redactor);
     let call = ToolCallUpdate::new(
         call_id.unwrap_or_else(|| format!("approval-{}", rand::random::<u32>())),
         ToolCallUpdateFields::new()
             .title(title)
             .kind(kind)
             .status(ToolCallStatus::Pending)
-            .raw_input(serde_json::json!({"command": request.command})),
+            .raw_input(serde_json::json!({"command": redactor.redact(&request.command)})),
     );
     let options = OPTIONS
         .iter()
@@ -232,4 +233,25 @@ async fn ask_permission(
             ApprovalChoice::Deny
         }
     }
+}
+
+/// The question's title: the command (or the edit) with secrets redacted, cut to `TITLE_MAX`
+/// characters, then the reasons it is asked.
+fn permission_title(request: &ApprovalRequest, redactor: &Redactor) -> (String, ToolKind) {
+    let command = redactor.redact(&request.command);
+    let cut = crate::util::truncate_chars(&command, TITLE_MAX);
+    let command = if cut.len() < command.len() {
+        format!("{cut}…")
+    } else {
+        cut.to_string()
+    };
+    if request.reasons.iter().any(|r| r == EDIT_REASON) {
+        return (format!("Edit: {command}"), ToolKind::Edit);
+    }
+    let mut title = format!("Run `{command}`");
+    if !request.reasons.is_empty() {
+        let reasons = request.reasons.join("; ");
+        title.push_str(&format!(" ({})", redactor.redact(&reasons)));
+    }
+    (title, ToolKind::Execute)
 }

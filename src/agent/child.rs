@@ -88,6 +88,9 @@ pub struct ParentLink {
     pub depth: u32,
     /// Cancelling this (the parent's turn being interrupted) cancels the child.
     pub cancel: CancellationToken,
+    /// MCP servers the parent's session brought (an editor's, over ACP): a child whose
+    /// toolsets name theirs gets their tools, as it gets the process's.
+    pub session_mcp: Option<Arc<crate::mcp::client::SessionMcp>>,
 }
 
 /// How a child ended.
@@ -463,7 +466,24 @@ async fn build_child(
     parent: &ParentLink,
     spec: &ChildSpec,
 ) -> Result<Agent, AgentError> {
-    let mut tools = services.tools.select(&services.config, &spec.toolsets)?;
+    // The toolsets of the parent's own MCP servers (an editor's) are theirs, not the process's.
+    let theirs = parent
+        .session_mcp
+        .as_ref()
+        .map(|m| m.toolsets())
+        .unwrap_or_default();
+    let process: Vec<String> = spec
+        .toolsets
+        .iter()
+        .filter(|t| !theirs.contains(*t))
+        .cloned()
+        .collect();
+    let mut tools = services.tools.select(&services.config, &process)?;
+    if let Some(mcp) = &parent.session_mcp {
+        mcp.add_tools(&services.config, &mut tools, |set| {
+            spec.toolsets.iter().any(|t| t == set)
+        });
+    }
     if let Some(only) = &spec.only_tools {
         tools.retain(|name| only.contains(name));
     }

@@ -129,7 +129,8 @@ impl AgentDelegator {
     }
 
     /// The task's toolsets (the parent's by default) plus, with `inherit_mcp_toolsets`, the
-    /// parent's MCP toolsets (Python Hermes: a child keeps the parent's MCP servers even when
+    /// parent's MCP toolsets, an editor's per-session servers included (Python Hermes: a child
+    /// keeps the parent's MCP servers even when
     /// the task names its toolsets). What the child may call is still bounded by the parent's
     /// tools (`only_tools`).
     fn child_toolsets(&self, task: &DelegateTask, cfg: &DelegationConfig) -> Vec<String> {
@@ -138,10 +139,17 @@ impl AgentDelegator {
             .clone()
             .unwrap_or_else(|| self.parent_toolsets.clone());
         if cfg.inherit_mcp_toolsets {
+            // The editor's servers (ACP) too: their tools are in the parent's session only.
+            let session = self.parent.session_mcp.as_ref().map(|m| m.tools());
             let mcp: BTreeSet<String> = self
                 .parent_tools
                 .iter()
-                .filter_map(|name| self.services.tools.get(name))
+                .filter_map(|name| {
+                    self.services
+                        .tools
+                        .get(name)
+                        .or_else(|| session.as_ref()?.get(name).cloned())
+                })
                 .map(|tool| tool.toolset().to_string())
                 .filter(|set| set.starts_with("mcp-"))
                 .collect();

@@ -36,6 +36,7 @@ impl Agent {
             cwd: self.options.cwd.clone(),
             depth: self.depth,
             cancel,
+            session_mcp: self.session_mcp.clone(),
         }
     }
 

@@ -1,7 +1,7 @@
 //! The API server front end: an OpenAI-compatible HTTP endpoint (axum) so any OpenAI client can
 //! talk to the agent. `POST /v1/chat/completions` (JSON or SSE streaming) and `GET /v1/models`,
 //! bearer-key auth (`API_SERVER_KEY`, required), bound to `API_SERVER_HOST` (default 127.0.0.1)
-//! and `API_SERVER_PORT` (default 8642).
+//! and `API_SERVER_PORT` (default 8642; 0 takes a free port, recorded in the gateway status).
 //!
 //! Each conversation is a session: the `X-Hermes-Session-Id` header or the body's `user` field
 //! names it (routed through `gateway_routing` like a chat); without either every request is a
@@ -195,9 +195,12 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await
         .map_err(|e| format!("API server cannot listen on {}: {e}", config.addr))?;
-    tracing::info!(addr = %config.addr, "API server listening");
+    // The address really bound: with `API_SERVER_PORT=0` the kernel picks a free port, and the
+    // status is how a supervisor (or a test) learns it without racing anyone for a port.
+    let addr = listener.local_addr().unwrap_or(config.addr);
+    tracing::info!(addr = %addr, "API server listening");
     // `hermes gateway status` reads these (as it reads each polling platform's).
-    record_state(&store, &format!("listening on {}", config.addr), true).await;
+    record_state(&store, &format!("listening on {addr}"), true).await;
     api_listener::serve(listener, app, config.limits, shutdown).await;
     record_state(&store, "stopped", false).await;
     Ok(())

@@ -6,6 +6,7 @@ pub mod approval;
 pub mod protected;
 pub mod redact;
 mod redact_find;
+mod redact_named;
 pub mod redact_stream;
 pub mod sandbox;
 pub mod scan;

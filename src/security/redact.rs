@@ -12,6 +12,11 @@
 //! case-insensitive automaton over both, the first design, gets no prefilter at all: 1.7 ms per
 //! clean MB and ~9 ms for a secret-heavy one.)
 //!
+//! The value after a secret-ish name (`password=…`, `"api_key": …`) is found by the hand scan in
+//! `redact_named.rs`; a `…_key` name is a secret name unless the word before the `_key` is a
+//! harmless one (`cache_key`, `sort_key`, `primary_key`). A value shaped like a token or equal
+//! to a known secret is hidden under any name.
+//!
 //! `redact()` (a shared pattern-only redactor) remains for call sites that have no process state
 //! (error bodies, the compaction transcript).
 
@@ -21,6 +26,9 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use crate::security::redact_find::{Hits, Literals, ValueIndex};
+#[cfg(test)]
+use crate::security::redact_named::{HARMLESS_KEY_WORDS, HARMLESS_WORD_MAX, NAME_TAIL, VALUE_STOP};
+use crate::security::redact_named::{harmless_key_name, named_value};
 
 /// What replaces a secret.
 pub const REDACTED: &str = "[REDACTED]";
@@ -41,7 +49,7 @@ enum Shape {
 }
 
 /// How far past its trigger a token or an unquoted value is looked for.
-const TOKEN_WINDOW: usize = 4096;
+pub(crate) const TOKEN_WINDOW: usize = 4096;
 /// How far past its `-----BEGIN` line a PEM block's end is looked for.
 const PEM_WINDOW: usize = 64 * 1024;
 
@@ -369,39 +377,6 @@ fn window(text: &str, start: usize, n: usize) -> &str {
     &text[start..end]
 }
 
-/// Bytes that may continue a name: `api_key_id`, `token.value`.
-const NAME_TAIL: [bool; 256] = byte_set(ByteClass::Alphanumeric, b"_.-");
-/// Bytes that end an unquoted value.
-const VALUE_STOP: [bool; 256] = byte_set(ByteClass::BlankOrControl, b"\"',;&<>(){}[]`|");
-
-#[derive(Clone, Copy)]
-enum ByteClass {
-    Alphanumeric,
-    BlankOrControl,
-}
-
-/// A 256-entry table of the bytes in `class` or `extra`, built at compile time: the hand scans
-/// run on ~25,000 rejected names per MB of code, and a lookup per byte beats a comparison
-/// with each member.
-const fn byte_set(class: ByteClass, extra: &[u8]) -> [bool; 256] {
-    let mut set = [false; 256];
-    let mut b = 0;
-    while b < 256 {
-        let byte = b as u8;
-        set[b] = match class {
-            ByteClass::Alphanumeric => byte.is_ascii_alphanumeric(),
-            ByteClass::BlankOrControl => byte.is_ascii_whitespace() || byte.is_ascii_control(),
-        };
-        b += 1;
-    }
-    let mut i = 0;
-    while i < extra.len() {
-        set[extra[i] as usize] = true;
-        i += 1;
-    }
-    set
-}
-
 fn is_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
@@ -441,144 +416,13 @@ fn shape_span(text: &str, start: usize, end: usize, shape: Shape) -> Option<(usi
             let token = caps.get(1)?;
             Some((start + token.start(), start + token.end()))
         }
-        Shape::Named => named_value(text, end),
-    }
-}
-
-/// For a secret-ish name ending at `name_end`: the span of its value in `name = value`,
-/// `"name": "value"`, `NAME=value` or `name: Bearer value`. Scanned by hand: names such as
-/// `token` and `_key` are common in code, and most hits must be rejected cheaply.
-fn named_value(text: &str, name_end: usize) -> Option<(usize, usize)> {
-    let b = text.as_bytes();
-    let len = b.len();
-    let mut i = name_end;
-    // The rest of the name (`api_key_id`, `token.value`), a closing quote, blanks.
-    let name_limit = (name_end + 40).min(len);
-    while i < name_limit && NAME_TAIL[usize::from(b[i])] {
-        i += 1;
-    }
-    // Its closing quote, escaped too: `\"api_key\": \"…\"` is a JSON object inside a JSON
-    // string (a `curl -d` in a command's arguments).
-    if b.get(i) == Some(&b'\\') && matches!(b.get(i + 1), Some(b'"' | b'\'')) {
-        i += 2;
-    } else if i < len && (b[i] == b'"' || b[i] == b'\'') {
-        i += 1;
-    }
-    let skip_blanks = |mut i: usize| {
-        while i < len && (b[i] == b' ' || b[i] == b'\t') {
-            i += 1;
-        }
-        i
-    };
-    i = skip_blanks(i);
-    // `:`, `=`, `:=` or `=>`.
-    match b.get(i) {
-        Some(b':') => {
-            i += 1;
-            if b.get(i) == Some(&b'=') {
-                i += 1;
-            } else if b.get(i) == Some(&b':') {
-                return None; // `Token::new`: a path, not an assignment.
-            }
-        }
-        Some(b'=') => {
-            i += 1;
-            if matches!(b.get(i), Some(b'>') | Some(b'=')) {
-                // `=>` is an assignment; `==` a comparison.
-                if b[i] == b'=' {
-                    return None;
-                }
-                i += 1;
-            }
-        }
-        _ => return None,
-    }
-    i = skip_blanks(i);
-    let quote = match b.get(i) {
-        Some(&q) if q == b'"' || q == b'\'' => {
-            i += 1;
-            Some(q)
-        }
-        Some(b'\\') if matches!(b.get(i + 1), Some(b'"' | b'\'')) => {
-            i += 2;
-            Some(b[i - 1])
-        }
-        _ => None,
-    };
-    // An auth scheme word stays readable: `Authorization: Bearer <token>`.
-    for scheme in ["bearer", "basic", "token"] {
-        let end = i + scheme.len();
-        if end < len
-            && b[i..end].eq_ignore_ascii_case(scheme.as_bytes())
-            && (b[end] == b' ' || b[end] == b'\t')
-        {
-            i = skip_blanks(end);
-            break;
+        Shape::Named => {
+            // Most name hits have no value and are rejected by the scan; only a found value
+            // pays for the look back at the word before `_key`.
+            let span = named_value(text, end)?;
+            (!harmless_key_name(bytes, start)).then_some(span)
         }
     }
-    let value_start = i;
-    let value_len = match quote {
-        None => {
-            let rest = &b[i..len.min(i + TOKEN_WINDOW)];
-            let n = rest
-                .iter()
-                .position(|&c| VALUE_STOP[usize::from(c)])
-                .unwrap_or(rest.len());
-            // `token = make_token(...)`, `key = items[0]`: code, not a value.
-            if matches!(rest.get(n), Some(b'(') | Some(b'[')) {
-                return None;
-            }
-            n
-        }
-        Some(q) => {
-            let window = &b[i..len.min(i + 512)];
-            match window.iter().position(|&c| c == q || c == b'\n') {
-                Some(n) => n,
-                // The text ends inside the quotes (a stream cut there): the value runs to the end.
-                None if i + 512 >= len => window.len(),
-                None => return None,
-            }
-        }
-    };
-    // A backslash at the end escapes what follows (`\"` inside a JSON string): it stays, or the
-    // redacted JSON would no longer parse.
-    let mut value_len = value_len;
-    while value_len > 0 && b[value_start + value_len - 1] == b'\\' {
-        value_len -= 1;
-    }
-    // Fewer than 6 bytes is fewer than 6 characters: most rejections need no count.
-    if value_len < 6 {
-        return None;
-    }
-    let value = text.get(value_start..value_start + value_len)?;
-    if (value_len < 24 && value.chars().count() < 6) || is_placeholder(value) {
-        return None;
-    }
-    Some((value_start, value_start + value_len))
-}
-
-/// Values that only name a secret: `${VAR}`, `$VAR`, `<your-key>`, `***`, already redacted,
-/// a path.
-fn is_placeholder(value: &str) -> bool {
-    is_setting_word(value)
-        || value.starts_with('$')
-        || value.starts_with('<')
-        || value.starts_with('/')
-        || value.starts_with('~')
-        || value.contains(REDACTED)
-        || value
-            .bytes()
-            .all(|b| b == b'*' || b == b'x' || b == b'X' || b == b'.')
-}
-
-/// A setting, not a secret: `secret_store=disabled`, `token_cache: optional`. Only these exact
-/// words: a lowercase password such as `correcthorse` is still hidden.
-fn is_setting_word(value: &str) -> bool {
-    const WORDS: &[&str] = &[
-        "true", "false", "enabled", "disabled", "none", "null", "required", "optional", "default",
-        "auto", "unset", "inherit", "allowed", "denied", "missing",
-    ];
-    WORDS.iter().any(|w| value.eq_ignore_ascii_case(w))
 }
 
 /// A log sink that redacts what it writes. The tracing formatter writes one whole event per

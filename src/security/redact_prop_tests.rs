@@ -1,6 +1,7 @@
 //! Property tests for `redact.rs`: random text with secrets planted at random offsets (values
 //! overlapping and next to each other, at the very start and end, inside `token=` assignments,
-//! next to trigger words that are no secret) is redacted exactly as a slow reference does it —
+//! next to trigger words that are no secret, under harmless names such as `cache_key` and near
+//! misses such as `resort_key`) is redacted exactly as a slow reference does it —
 //! every value looked for at every byte, every trigger at every byte, overlapping finds joined —
 //! whole and streamed in random pieces.
 
@@ -30,6 +31,12 @@ const PIECES: &[&str] = &[
     "let tokens = lexer.tokens(input);",
     "Vec<Token>",
     "cache_key(k)",
+    "cache",
+    "re",
+    "sort",
+    "cache_key",
+    "SORT_KEY",
+    "public-key",
     "token",
     "TOKEN",
     "_key",
@@ -88,7 +95,19 @@ fn random_text(rng: &mut Rng, pieces: usize) -> String {
             0 => text.push_str(VALUES[rng.below(VALUES.len())]),
             1 => {
                 // A value inside an assignment, quoted or not.
-                let name = ["token", "GITHUB_TOKEN", "api_key", "password", "Secret"];
+                let name = [
+                    "token",
+                    "GITHUB_TOKEN",
+                    "api_key",
+                    "password",
+                    "Secret",
+                    // Harmless names (their values stay) and near misses (they do not).
+                    "cache_key",
+                    "PRIMARY_KEY",
+                    "resort_key",
+                    "x-api-key",
+                    "sort",
+                ];
                 let op = ["=", ": ", " = ", "\": \"", "='"];
                 text.push_str(name[rng.below(name.len())]);
                 text.push_str(op[rng.below(op.len())]);

@@ -11,6 +11,7 @@
 //! What comes out is redacted by the process `Redactor`, exactly as the persisted text is.
 
 use crate::security::redact::{REDACTED, Redactor, SecretSpan};
+use crate::security::redact_named::HARMLESS_WORD_MAX;
 
 /// The shortest tail held back: more than any token shape needs to be recognised (a 48-byte
 /// `name=` prefix and a 6-byte value, a 10-digit bot id + `:AA` + 33, `AIza` + 35).
@@ -79,9 +80,16 @@ impl<'a> StreamRedactor<'a> {
         // every secret that crosses it (a moved cut is then checked against earlier spans).
         let mut spans = Vec::new();
         self.redactor.find_secrets(text, |span| spans.push(span));
-        for span in spans.iter().rev() {
-            if span.context < cut && cut < span.end {
-                cut = span.context;
+        loop {
+            let before = cut;
+            cut = word_start(text.as_bytes(), cut);
+            for span in spans.iter().rev() {
+                if span.context < cut && cut < span.end {
+                    cut = span.context;
+                }
+            }
+            if cut == before {
+                break;
             }
         }
         // A span that reaches the end of what arrived may still grow (a token, an open PEM
@@ -93,6 +101,18 @@ impl<'a> StreamRedactor<'a> {
         }
         (cut, spans)
     }
+}
+
+/// `cut` moved back to the start of the word it falls in: whether `…_key` is a secret name
+/// depends on the whole word before it (`cache_key` is harmless, `api_key` is not), and a cut
+/// inside `resort_key` would leave `sort_key` to be judged alone. A word longer than
+/// `HARMLESS_WORD_MAX` is never harmless, so the cut need not move further than that.
+fn word_start(bytes: &[u8], mut cut: usize) -> usize {
+    let floor = cut.saturating_sub(HARMLESS_WORD_MAX + 1);
+    while cut > floor && bytes[cut - 1].is_ascii_alphanumeric() {
+        cut -= 1;
+    }
+    cut
 }
 
 #[cfg(test)]
@@ -139,6 +159,37 @@ mod tests {
             assert!(whole.contains(REDACTED), "{text}");
             for n in [1, 2, 3, 5, 7, 16, 40, 97, 1000] {
                 assert_eq!(stream(&r, text, n), whole, "chunks of {n}: {text}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_key_name_split_anywhere_is_judged_whole() {
+        // A cut inside `resort_key` must not leave `sort_key` (harmless) to be judged alone,
+        // nor a cut inside `cache_key` leave `_key` (a secret name).
+        let r = Redactor::new(Vec::new(), true);
+        let filler = "Some ordinary words of an answer. ".repeat(8);
+        for (name, hidden) in [
+            ("resort_key", true),
+            ("cache_key", false),
+            ("api_key", true),
+        ] {
+            let text = format!("{filler}{name}=abcdefgh1234 and more {filler}");
+            let whole = r.redact(&text).into_owned();
+            assert_eq!(whole.contains(REDACTED), hidden, "{whole}");
+            for n in 1..=40 {
+                assert_eq!(stream(&r, &text, n), whole, "chunks of {n}: {name}");
+            }
+            // The stream cuts `MIN_HOLD` bytes before the end of what arrived: put that cut at
+            // every position around the name.
+            let at = filler.len() + MIN_HOLD;
+            for end in at - 20..at + name.len() + 8 {
+                let mut s = StreamRedactor::new(&r);
+                let mut out = String::new();
+                out.push_str(&s.push(&text[..end]).unwrap_or_default());
+                out.push_str(&s.push(&text[end..]).unwrap_or_default());
+                out.push_str(&s.finish().unwrap_or_default());
+                assert_eq!(out, whole, "cut at {}: {name}", end - MIN_HOLD);
             }
         }
     }

@@ -101,6 +101,76 @@ fn ordinary_text_and_code_are_left_alone() {
 }
 
 #[test]
+fn harmless_key_names_keep_their_values() {
+    for text in [
+        r#"{"cache_key": "abc123def"}"#,
+        "SORT_KEY=created_at_desc",
+        "primary_key: user_id_1234",
+        "foreign-key = orders_customer_id",
+        "db_cache_key=v2:users:1234",
+        "Partition_Key: tenant-000042",
+        r#""public_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMq""#,
+        "idempotency_key = 7f3c9a10-b2e4",
+    ] {
+        assert_eq!(r(text), text, "changed: {text}");
+    }
+}
+
+#[test]
+fn secret_key_names_are_still_hidden() {
+    for (text, want) in [
+        ("api_key=abcdefgh1234", "api_key=[REDACTED]"),
+        ("secret_key: abcdefgh1234", "secret_key: [REDACTED]"),
+        (
+            r#""private_key": "abcdefgh1234""#,
+            r#""private_key": "[REDACTED]""#,
+        ),
+        ("access_key = abcdefgh1234", "access_key = [REDACTED]"),
+        ("X-Api-Key: abcdefgh1234", "X-Api-Key: [REDACTED]"),
+        ("x-api-key: abcdefgh1234", "x-api-key: [REDACTED]"),
+        ("OPENAI_API_KEY=abcdefgh1234", "OPENAI_API_KEY=[REDACTED]"),
+        (
+            "AWS_ACCESS_KEY_ID=abcdefgh1234",
+            "AWS_ACCESS_KEY_ID=[REDACTED]",
+        ),
+        // Only the whole word counts: `resort` is not `sort`.
+        ("resort_key=abcdefgh1234", "resort_key=[REDACTED]"),
+        // Not listed: a session or an HMAC key may be a secret.
+        ("session_key=abcdefgh1234", "session_key=[REDACTED]"),
+        ("hash_key=abcdefgh1234", "hash_key=[REDACTED]"),
+        ("encryption_key=abcdefgh1234", "encryption_key=[REDACTED]"),
+        // Another secret word in the name still hides the value.
+        (
+            "cache_key_secret=abcdefgh1234",
+            "cache_key_secret=[REDACTED]",
+        ),
+        (
+            "cache_key_token: abcdefgh1234",
+            "cache_key_token: [REDACTED]",
+        ),
+        // A token shape is hidden under any name.
+        (
+            "cache_key=sk-proj-abcdefghijklmnopqrstuvwx",
+            "cache_key=[REDACTED]",
+        ),
+    ] {
+        assert_eq!(r(text), want, "{text}");
+    }
+}
+
+#[test]
+fn harmless_words_are_short_lowercase_words() {
+    for w in HARMLESS_KEY_WORDS {
+        assert!(w.len() <= HARMLESS_WORD_MAX, "{w}");
+        assert!(
+            w.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()),
+            "{w}"
+        );
+    }
+}
+
+#[test]
 fn a_lowercase_word_password_is_still_hidden() {
     assert_eq!(r("password=correcthorse"), "password=[REDACTED]");
 }

@@ -17,6 +17,7 @@ mod listing;
 mod queue;
 mod read_only;
 mod rows;
+mod settings;
 #[cfg(test)]
 mod tests;
 mod titles;

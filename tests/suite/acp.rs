@@ -246,6 +246,49 @@ fn a_dangerous_command_is_asked_through_the_editor_and_a_denial_keeps_it_from_ru
 }
 
 #[test]
+fn a_permission_question_shows_no_secret_and_a_bounded_title() {
+    const TOKEN: &str = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+    let env = TestEnv::new();
+    let victim = env.write("build/keep.txt", "precious\n");
+    // The token straddles where a progress line is cut (80 characters): a cut that came
+    // before redaction would show its first half.
+    let command = format!(
+        "{GENERATED}; echo {} {TOKEN}; curl https://example.invalid/{}",
+        "p".repeat(32),
+        "x".repeat(2000)
+    );
+    let mock = MockLlm::with_script([
+        Reply::tool_call("c1", "terminal", json!({"command": command})),
+        Reply::text("finished"),
+    ]);
+    let mut editor = Editor::start(&env, &mock);
+    editor.initialize();
+    let session = editor.new_session(env.cwd.path());
+    let turn = editor.prompt_answering(&session, "clean up", |_, _| Some("reject"));
+    assert_eq!(turn.response["result"]["stopReason"], "end_turn");
+    assert_eq!(turn.asked.len(), 1, "{:#?}", turn.asked);
+    let call = &turn.asked[0]["toolCall"];
+    let title = call["title"].as_str().unwrap();
+    assert!(title.contains("$(printf rm) -rf build"), "{title}");
+    assert!(!title.contains(&TOKEN[..12]), "{title}");
+    assert!(
+        title.chars().count() < 400,
+        "{} chars",
+        title.chars().count()
+    );
+    let raw = call["rawInput"].to_string();
+    assert!(
+        !raw.contains(TOKEN) && raw.contains("rm) -rf build"),
+        "{raw}"
+    );
+    // Nor the tool call's own title, nor anything else sent to the editor.
+    let everything = serde_json::to_string(&turn.updates).unwrap();
+    assert!(!everything.contains(&TOKEN[..12]), "{everything}");
+    assert!(victim.exists());
+    editor.finish();
+}
+
+#[test]
 fn without_a_provider_the_editor_is_told_what_to_configure() {
     let env = TestEnv::new();
     // No provider: the bare environment without the mock's settings.

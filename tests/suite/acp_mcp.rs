@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::suite::mcp_client::tool_names;
 use crate::support::acp_editor::{Editor, prompt};
-use crate::support::harness::TestEnv;
+use crate::support::harness::{TestEnv, stderr};
 use crate::support::mcp_servers::stdio_server;
 use crate::support::mock_llm::{MockLlm, Reply};
 
@@ -151,5 +151,55 @@ fn a_malformed_server_list_is_refused_with_a_reason() {
     );
     let message = r["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("named `ed`"), "{r}");
+    editor.finish();
+}
+
+#[test]
+fn a_delegated_child_inherits_the_editors_servers() {
+    let env = TestEnv::new();
+    // The editor's server was seen before (its list saved), so the session offers it at once;
+    // config.yaml has no server of its own.
+    env.config(&format!(
+        "mcp_servers:\n  ed:\n    command: {}\n",
+        stdio_server().display()
+    ));
+    let out = env.bare_cmd().args(["mcp", "test", "ed"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    env.config("mcp_discovery_timeout: 5\n");
+    let goal = "kappa: echo through the editor's server";
+    let mock = crate::suite::mcp_delegation::delegating(goal);
+    mock.push_for(
+        goal,
+        Reply::tool_call("c1", "mcp__ed__echo", json!({"text": "from the child"})),
+    );
+    mock.push_for(goal, Reply::text("child done"));
+    let mut editor = Editor::start(&env, &mock);
+    editor.initialize();
+    let r = editor.call(
+        "session/new",
+        json!({"cwd": env.cwd.path(), "mcpServers": [editor_server(&[])]}),
+    );
+    let id = r["result"]["sessionId"].as_str().unwrap().to_string();
+    let done = editor.call("session/prompt", prompt(&id, "delegate it"));
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+
+    let parent = tool_names(&mock.requests()[0]);
+    assert!(parent.iter().any(|n| n == "mcp__ed__echo"), "{parent:?}");
+    let child: Vec<Value> = mock
+        .requests()
+        .into_iter()
+        .filter(|r| r["messages"][0]["content"].to_string().contains(goal))
+        .collect();
+    let report = crate::suite::mcp_client::result_in(&mock.requests()[1], "d1");
+    assert!(
+        child.len() >= 2,
+        "the child made {} requests: {report}",
+        child.len()
+    );
+    let tools = tool_names(&child[0]);
+    assert!(tools.iter().any(|n| n == "mcp__ed__echo"), "{tools:?}");
+    assert!(tools.iter().any(|n| n == "read_file"), "{tools:?}");
+    let result = crate::suite::mcp_client::result_in(&child[1], "c1");
+    assert!(result.contains("echo: from the child"), "{result}");
     editor.finish();
 }

@@ -1,7 +1,7 @@
 //! `hermes acp` session operations beyond new/load: `session/fork` (a new session with a copy of
 //! the conversation, its parent recorded, from an open session and from a stored one) and
 //! `session/set_mode` (what a session does without asking; no mode passes the hardline floor or
-//! the protected paths).
+//! the protected paths; a mode set is kept when the session is opened again by a later connection).
 
 use serde_json::{Value, json};
 
@@ -46,6 +46,11 @@ fn a_fork_carries_the_conversation_and_names_its_parent() {
         "session/prompt",
         prompt(&parent, "remember the word kumquat"),
     );
+    let r = editor.call(
+        "session/set_mode",
+        json!({"sessionId": parent, "modeId": "accept_edits"}),
+    );
+    assert!(r.get("error").is_none(), "{r}");
 
     let forked = editor.call(
         "session/fork",
@@ -54,7 +59,8 @@ fn a_fork_carries_the_conversation_and_names_its_parent() {
     assert!(forked.get("error").is_none(), "{forked}");
     let fork = forked["result"]["sessionId"].as_str().unwrap().to_string();
     assert_ne!(fork, parent);
-    assert_eq!(forked["result"]["modes"]["currentModeId"], "default");
+    // In the original's mode.
+    assert_eq!(forked["result"]["modes"]["currentModeId"], "accept_edits");
     assert_eq!(forked["result"]["configOptions"][0]["id"], "model");
 
     // The fork knows the earlier turn; the parent does not learn the fork's.
@@ -86,6 +92,7 @@ fn a_fork_carries_the_conversation_and_names_its_parent() {
         json!({"sessionId": fork, "cwd": env.cwd.path()}),
     );
     let grandchild = forked["result"]["sessionId"].as_str().unwrap().to_string();
+    assert_eq!(forked["result"]["modes"]["currentModeId"], "accept_edits");
     mock.push(Reply::text("yes"));
     editor.call("session/prompt", prompt(&grandchild, "still kumquat?"));
     let body = mock.requests().last().unwrap().to_string();
@@ -204,5 +211,55 @@ fn modes_widen_what_goes_unasked_but_never_past_the_floor_or_protected_paths() {
     );
     let message = bad["error"]["message"].as_str().unwrap();
     assert!(message.contains("unknown mode `bypass`"), "{bad}");
+    editor.finish();
+}
+
+#[test]
+fn a_mode_set_by_the_editor_is_kept_when_the_session_is_opened_again() {
+    let env = TestEnv::new();
+    let mock = MockLlm::with_script([]);
+    let mut editor = Editor::start(&env, &mock);
+    editor.initialize();
+    let session = editor.new_session(env.cwd.path());
+    let r = editor.call(
+        "session/set_mode",
+        json!({"sessionId": session, "modeId": "dont_ask"}),
+    );
+    assert!(r.get("error").is_none(), "{r}");
+    editor.finish();
+
+    // A later connection opens it in that mode, and it acts in it: the edit is not asked.
+    let opened = json!({"sessionId": session, "cwd": env.cwd.path(), "mcpServers": []});
+    mock.push(Reply::tool_call(
+        "w1",
+        "write_file",
+        json!({"path": "notes.txt", "content": "kept\n"}),
+    ));
+    mock.push(Reply::text("written"));
+    let mut editor = Editor::start(&env, &mock);
+    editor.initialize();
+    let r = editor.call("session/load", opened.clone());
+    assert_eq!(r["result"]["modes"]["currentModeId"], "dont_ask", "{r}");
+    let turn = editor.prompt_answering(&session, "write it", |_, q| {
+        panic!("dont_ask asked about {q}")
+    });
+    assert_eq!(turn.response["result"]["stopReason"], "end_turn");
+    assert!(env.cwd.path().join("notes.txt").exists());
+    editor.finish();
+
+    let mut editor = Editor::start(&env, &mock);
+    editor.initialize();
+    let r = editor.call("session/resume", opened);
+    assert_eq!(r["result"]["modes"]["currentModeId"], "dont_ask", "{r}");
+    // A session never given a mode opens in the default one.
+    let other = editor.new_session(env.cwd.path());
+    editor.finish();
+    let mut editor = Editor::start(&env, &mock);
+    editor.initialize();
+    let r = editor.call(
+        "session/resume",
+        json!({"sessionId": other, "cwd": env.cwd.path(), "mcpServers": []}),
+    );
+    assert_eq!(r["result"]["modes"]["currentModeId"], "default", "{r}");
     editor.finish();
 }

@@ -85,12 +85,10 @@ fn insights_without_prices_says_so_instead_of_zero_dollars() {
 
 #[test]
 fn wrong_local_port_gives_up_after_three_tries_saying_each_retry() {
-    // Bind and drop: a loopback port that refuses connections.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // A loopback port that refuses connections, held for the whole test: a dropped listener's
+    // port can be handed to another test's mock.
+    let closed = crate::support::closed_port::ClosedPort::new();
+    let port = closed.addr().port();
     let env = TestEnv::new();
     let out = env
         .cmd(&format!("http://127.0.0.1:{port}/v1"))

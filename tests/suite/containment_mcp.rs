@@ -1,9 +1,10 @@
 //! Containment of MCP, tried through the real binary as an attacker would: a stdio server hermes
 //! spawns sees the terminal's scrubbed environment (a secret only when its entry lists it), what
-//! it returns is redacted before it reaches the model or state.db, and it dies with hermes —
-//! SIGKILL included, with what it started in the background. And `hermes mcp serve` hands no
-//! secret out of state.db: a key a user pasted into a chat (user messages are stored as typed)
-//! is hidden from `conversations_search` and `messages_read`.
+//! it returns is redacted before it reaches the model or state.db, and it ends with what it
+//! started in the background whenever it is stopped — hermes SIGKILLed or ending normally, a
+//! reload, an idle stop. And `hermes mcp serve` hands no secret out of state.db: a key a user
+//! pasted into a chat (user messages are stored as typed) is hidden from `conversations_search`
+//! and `messages_read`.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -46,6 +47,21 @@ fn is_dead(pid: u32) -> bool {
 
 fn read_pid(path: &Path) -> Option<u32> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// Waits (bounded) until the server `server` and its background job `background` are gone
+/// (`when`: "with hermes", …), and checks the job never finished its work.
+fn wait_gone(dir: &Path, server: u32, background: u32, when: &str) {
+    let limit = Duration::from_secs(15);
+    wait_for(&format!("the MCP server to end {when}"), limit, || {
+        is_dead(server)
+    });
+    wait_for(
+        &format!("what the MCP server started to end {when}"),
+        limit,
+        || is_dead(background),
+    );
+    assert!(!dir.join("marker").exists());
 }
 
 /// Waits (bounded) until `done` holds.
@@ -132,17 +148,89 @@ fn an_mcp_server_and_what_it_started_die_when_hermes_is_killed() {
 
     hermes.kill().unwrap(); // SIGKILL: no clean-up code of hermes runs.
     let _ = hermes.wait();
-    wait_for(
-        "the MCP server to die with hermes",
-        Duration::from_secs(10),
-        || is_dead(server),
+    wait_gone(&dir, server, background, "when hermes is killed");
+}
+
+#[test]
+fn what_an_mcp_server_started_dies_when_hermes_ends_normally() {
+    let env = TestEnv::new();
+    let dir = env.cwd.path().to_path_buf();
+    env.config(&config(&dir));
+    let mock = MockLlm::with_script([
+        Reply::tool_call("c1", "mcp__t__echo", json!({"text": "up"})),
+        Reply::text("done"),
+    ]);
+    let out = env
+        .cmd(&mock.base_url())
+        .args(["-z", "echo it"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let server = read_pid(&dir.join("server.pid")).expect("the server ran");
+    let background = read_pid(&dir.join("bg.pid")).expect("the server started its sleep");
+    // A normal end closes the server's stdin and it exits; what it left behind goes with it.
+    wait_gone(&dir, server, background, "when hermes ends");
+}
+
+#[test]
+fn a_reload_stops_the_old_server_with_what_it_started() {
+    use std::io::Write;
+    let env = TestEnv::new();
+    let dir = env.cwd.path().to_path_buf();
+    env.config(&config(&dir));
+    let mock = MockLlm::with_script([Reply::text("after reload")]);
+    let mut hermes = env.spawn_repl(&mock.base_url(), &[]);
+    wait_for("the first server", Duration::from_secs(30), || {
+        read_pid(&dir.join("bg.pid")).is_some() && read_pid(&dir.join("server.pid")).is_some()
+    });
+    let first = read_pid(&dir.join("server.pid")).unwrap();
+    let first_bg = read_pid(&dir.join("bg.pid")).unwrap();
+    let mut stdin = hermes.stdin.take().unwrap();
+    stdin.write_all(b"/reload-mcp\n").unwrap();
+    stdin.flush().unwrap();
+    // hermes keeps running: the old server and its background job are stopped all the same.
+    wait_gone(&dir, first, first_bg, "on a reload");
+    assert!(
+        hermes.try_wait().unwrap().is_none(),
+        "hermes ended during the reload"
     );
-    wait_for(
-        "what the MCP server started to die with hermes",
-        Duration::from_secs(10),
-        || is_dead(background),
-    );
-    assert!(!dir.join("marker").exists());
+    wait_for("the new server", Duration::from_secs(30), || {
+        read_pid(&dir.join("server.pid")).is_some_and(|p| p != first)
+    });
+    let second = read_pid(&dir.join("server.pid")).unwrap();
+    let second_bg = read_pid(&dir.join("bg.pid")).unwrap();
+    stdin.write_all(b"hi\n/quit\n").unwrap();
+    drop(stdin);
+    let out = hermes.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    wait_gone(&dir, second, second_bg, "when hermes ends");
+}
+
+#[test]
+fn an_idle_stop_stops_what_the_server_started() {
+    use std::io::Write;
+    let env = TestEnv::new();
+    let dir = env.cwd.path().to_path_buf();
+    env.config(&(config(&dir) + "    idle_timeout_seconds: 1\n"));
+    let mock = MockLlm::with_script([]);
+    let mut hermes = env
+        .spawnable(&mock.base_url(), &[])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the server", Duration::from_secs(30), || {
+        read_pid(&dir.join("bg.pid")).is_some() && read_pid(&dir.join("server.pid")).is_some()
+    });
+    let server = read_pid(&dir.join("server.pid")).unwrap();
+    let background = read_pid(&dir.join("bg.pid")).unwrap();
+    // Nothing calls it: past its idle timeout it is stopped while hermes runs on.
+    wait_gone(&dir, server, background, "at its idle timeout");
+    assert!(hermes.try_wait().unwrap().is_none(), "hermes ended");
+    let mut stdin = hermes.stdin.take().unwrap();
+    stdin.write_all(b"/quit\n").unwrap();
+    drop(stdin);
+    let out = hermes.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -177,14 +265,8 @@ async fn mcp_serve_hides_secrets_stored_in_conversations() {
         .gateway_set_route("agent:main:telegram:dm:42", "tg1")
         .unwrap();
 
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_hermes"));
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", env.home_path())
-        .env("HERMES_HOME", env.home_path())
-        .current_dir(env.cwd.path())
-        .args(["mcp", "serve"])
-        .kill_on_drop(true);
+    let mut cmd = tokio::process::Command::from(env.bare_process());
+    cmd.args(["mcp", "serve"]).kill_on_drop(true);
     let transport = rmcp::transport::TokioChildProcess::new(cmd).unwrap();
     let client = ClientConfig::default().serve(transport).await.unwrap();
     let mut answers = Vec::new();

@@ -141,11 +141,9 @@ fn search_index_out_of_step_fails_then_fix_rebuilds_it() {
 
 #[test]
 fn dead_provider_fails_with_the_connection_error() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // Held for the whole test: a dropped listener's port can be handed to another test's mock.
+    let closed = crate::support::closed_port::ClosedPort::new();
+    let port = closed.addr().port();
     let env = TestEnv::new();
     let (code, report) = doctor(&env, &format!("http://127.0.0.1:{port}/v1"), &[]);
     assert_eq!(code, Some(1));

@@ -84,37 +84,68 @@ impl Gw {
     }
 
     /// [`Gw::start_api`] with a last say on the command (e.g. resource limits).
+    ///
+    /// The gateway binds port 0 and the test reads the port it got from the recorded status.
+    /// Picking a port here (bind, read, drop) and handing it over raced with every other server
+    /// in the test binary: another test's fake Telegram could take the port first, the wait
+    /// below then connected to it, and `GET /v1/models` got that server's 405.
     pub fn start_api_with(
         &mut self,
         key: &str,
         configure: impl FnOnce(&mut std::process::Command),
     ) -> String {
         assert!(self.child.is_none(), "already running");
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
         let mut cmd = self
             .env
             .spawnable(&self.llm.base_url(), &["gateway", "run"]);
         cmd.env("API_SERVER_KEY", key)
-            .env("API_SERVER_PORT", port.to_string())
+            .env("API_SERVER_PORT", "0")
             .env("HERMES_RETRY_BASE_DELAY_MS", "5")
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());
         configure(&mut cmd);
         let child = cmd.spawn().unwrap();
+        let pid = child.id().to_string();
         self.child = Some(child);
         let start = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        loop {
+            assert!(self.running(), "the gateway exited before it listened");
+            if let Some(addr) = self.api_listening(&pid) {
+                return format!("http://{addr}");
+            }
             assert!(
                 start.elapsed() < Duration::from_secs(20),
                 "API server never listened"
             );
             std::thread::sleep(Duration::from_millis(20));
         }
-        format!("http://127.0.0.1:{port}")
+    }
+
+    /// The address the API server of process `pid` recorded as listening on, if it has yet.
+    fn api_listening(&self, pid: &str) -> Option<String> {
+        let path = self.env.home_path().join("state.db");
+        if !path.exists() {
+            return None;
+        }
+        let db =
+            rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .ok()?;
+        let state = |key: &str| -> Option<String> {
+            db.query_row(
+                "SELECT value FROM gateway_state WHERE key = ?1",
+                [key],
+                |r| r.get(0),
+            )
+            .ok()
+        };
+        if state("api_server.pid")? != pid {
+            return None;
+        }
+        Some(
+            state("api_server.status")?
+                .strip_prefix("listening on ")?
+                .to_string(),
+        )
     }
 
     fn signal(&mut self, sig: i32) -> ExitStatus {

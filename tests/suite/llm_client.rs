@@ -398,10 +398,9 @@ async fn json_answer_to_a_stream_request_is_used_as_is() {
 
 #[tokio::test]
 async fn unreachable_endpoint_says_so() {
-    let port = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    };
+    // Held for the whole test: a dropped listener's port can be handed to another test's mock.
+    let closed = crate::support::closed_port::ClosedPort::new();
+    let port = closed.addr().port();
     let base = format!("http://127.0.0.1:{port}/v1");
     let c = client(Provider::new("custom", "m", &base, None));
     let out = run(&c, request("hi")).await;

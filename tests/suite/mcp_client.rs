@@ -24,6 +24,19 @@ pub(crate) fn tool_names(request: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// How many tool lists are saved for server `name` (`cache/mcp/<name>.<fingerprint>.json`).
+fn saved_lists(home: &std::path::Path, name: &str) -> usize {
+    std::fs::read_dir(home.join("cache/mcp")).map_or(0, |dir| {
+        dir.filter_map(Result::ok)
+            .filter(|e| {
+                let file = e.file_name().to_string_lossy().into_owned();
+                file.strip_prefix(&format!("{name}."))
+                    .is_some_and(|rest| rest.ends_with(".json") && rest != "json")
+            })
+            .count()
+    })
+}
+
 /// The content of the tool result answering `call_id` in request `i`.
 fn result_of(mock: &MockLlm, i: usize, call_id: &str) -> String {
     result_in(&mock.requests()[i], call_id)
@@ -328,7 +341,7 @@ fn a_known_server_is_offered_at_once_and_its_first_call_waits_for_the_connection
     // First run: the server is discovered (and its list saved) while the session runs.
     let mock = MockLlm::with_script([Reply::text("first").delay(Duration::from_millis(500))]);
     env.ask(&mock, "hi");
-    assert!(env.home_path().join("cache/mcp/t.json").exists());
+    assert_eq!(saved_lists(env.home_path(), "t"), 1);
     // Second run: its tools are in the first request without waiting, and a call made at once
     // waits for the connection instead of failing.
     let mock = MockLlm::with_script([
@@ -347,11 +360,10 @@ fn reload_mcp_in_the_repl_reconnects_and_the_next_session_gets_the_new_tools() {
     use std::io::Write;
     let mut env = McpHome::new().stdio("t", "").write();
     let mock = MockLlm::with_script([Reply::text("after reload")]);
-    let mut child = env.spawnable(&mock.base_url(), &[]);
-    let mut child = child.stdin(std::process::Stdio::piped()).spawn().unwrap();
+    let mut child = env.spawn_repl(&mock.base_url(), &[]);
     // Once `t` answered, hermes has read its config: change it under the running REPL.
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !env.home_path().join("cache/mcp/t.json").exists() && Instant::now() < deadline {
+    while saved_lists(env.home_path(), "t") == 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
     env.replace("u", "");
@@ -400,16 +412,52 @@ fn a_known_server_that_is_down_keeps_its_tools_listed_and_says_why() {
     assert!(started.elapsed() < Duration::from_secs(15));
 }
 
+#[test]
+fn two_servers_of_the_same_name_keep_their_own_tool_lists() {
+    use crate::support::mcp_servers::stdio_server;
+    let env = McpHome::new();
+    // `t` run directly, and `t` run through `sh` (an editor's server and a config one may
+    // share a name this way): `hang` 1 makes it never answer.
+    let direct = |hang: u8| {
+        format!(
+            "mcp_servers:\n  t:\n    command: {}\n    connect_timeout: 1\n    env:\n      MCP_TEST_HANG: '{hang}'\n",
+            stdio_server().display()
+        )
+    };
+    let via_sh = |hang: u8| {
+        format!(
+            "mcp_servers:\n  t:\n    command: sh\n    args: [\"-c\", \"exec '{}'\"]\n    connect_timeout: 1\n    env:\n      MCP_TEST_HANG: '{hang}'\n",
+            stdio_server().display()
+        )
+    };
+    for yaml in [direct(0), via_sh(0)] {
+        env.config(&yaml);
+        let out = env.bare_cmd().args(["mcp", "test", "t"]).output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    // Neither answers now: each is offered from its own saved list all the same.
+    for yaml in [direct(1), via_sh(1)] {
+        env.config(&yaml);
+        let mock = MockLlm::with_script([Reply::text("hi")]);
+        env.ask(&mock, "hi");
+        let names = tool_names(&mock.requests()[0]);
+        assert!(
+            names.iter().any(|n| n == "mcp__t__echo"),
+            "{yaml}: {names:?}"
+        );
+    }
+    assert_eq!(saved_lists(env.home_path(), "t"), 2);
+}
+
 /// A REPL over `env` whose config.yaml is changed (server `u` added) once `t` answered;
 /// then `/new` and one turn. Its stdout, and the tools of the new session's request.
 fn repl_after_config_change(top: &str) -> (String, Vec<String>) {
     use std::io::Write;
     let mut env = McpHome::new().top(top).stdio("t", "").write();
     let mock = MockLlm::with_script([Reply::text("after the change")]);
-    let mut child = env.spawnable(&mock.base_url(), &[]);
-    let mut child = child.stdin(std::process::Stdio::piped()).spawn().unwrap();
+    let mut child = env.spawn_repl(&mock.base_url(), &[]);
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !env.home_path().join("cache/mcp/t.json").exists() && Instant::now() < deadline {
+    while saved_lists(env.home_path(), "t") == 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
     env.replace("u", "");

@@ -8,17 +8,23 @@ use super::mcp_client::tool_names;
 use crate::support::mcp_servers::McpHome;
 use crate::support::mock_llm::{MockLlm, Reply};
 
-/// The tools array of the child's first request (the one whose goal is `goal`).
-fn child_tools(top: &str, goal: &str) -> Vec<String> {
-    let env = McpHome::new().top(top).stdio("t", "").warm();
-    let mock = MockLlm::with_script([
+/// A model that delegates `goal` (toolsets `file`) as call `d1`, then ends; the child's
+/// replies are the caller's to queue (`push_for(goal, …)`).
+pub(crate) fn delegating(goal: &str) -> MockLlm {
+    MockLlm::with_script([
         Reply::tool_call(
             "d1",
             "delegate_task",
             json!({"goal": goal, "toolsets": ["file"]}),
         ),
         Reply::text("Parent done."),
-    ]);
+    ])
+}
+
+/// The tools array of the child's first request (the one whose goal is `goal`).
+fn child_tools(top: &str, goal: &str) -> Vec<String> {
+    let env = McpHome::new().top(top).stdio("t", "").warm();
+    let mock = delegating(goal);
     mock.push_for(goal, Reply::text("child done"));
     env.ask(&mock, "delegate it");
     let parent = tool_names(&mock.requests()[0]);

@@ -96,14 +96,8 @@ async fn call(
 }
 
 fn command(env: &TestEnv, args: &[&str]) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_hermes"));
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", env.home_path())
-        .env("HERMES_HOME", env.home_path())
-        .current_dir(env.cwd.path())
-        .args(args)
-        .kill_on_drop(true);
+    let mut cmd = tokio::process::Command::from(env.bare_process());
+    cmd.args(args).kill_on_drop(true);
     cmd
 }
 
@@ -282,13 +276,8 @@ async fn an_mcp_client_lists_reads_searches_and_follows_conversations_over_stdio
 
 /// Starts `hermes mcp serve --http 127.0.0.1:0` and returns it with its URL.
 fn start_http(env: &TestEnv, key: Option<&str>) -> (std::process::Child, String) {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hermes"));
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", env.home_path())
-        .env("HERMES_HOME", env.home_path())
-        .current_dir(env.cwd.path())
-        .args(["mcp", "serve", "--http", "127.0.0.1:0"])
+    let mut cmd = env.bare_process();
+    cmd.args(["mcp", "serve", "--http", "127.0.0.1:0"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     if let Some(k) = key {

@@ -434,11 +434,7 @@ fn sigterm_to_the_repl_stops_the_command_and_ends_the_session() {
         "terminal",
         json!({"command": format!("sleep 3; touch {}", marker.display())}),
     )]);
-    let mut child = env
-        .spawnable(&mock.base_url(), &["--yolo", "chat"])
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = env.spawn_repl(&mock.base_url(), &["--yolo", "chat"]);
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(b"run it\n").unwrap();
     let started_dir = env.home_path().join("run/started");

@@ -112,11 +112,9 @@ fn setup_yes_refuses_what_it_cannot_choose() {
 
 #[test]
 fn failed_test_call_keeps_the_settings_and_says_so() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // Held for the whole test: a dropped listener's port can be handed to another test's mock.
+    let closed = crate::support::closed_port::ClosedPort::new();
+    let port = closed.addr().port();
     let env = TestEnv::new();
     let out = env
         .bare_cmd()

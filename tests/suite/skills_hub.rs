@@ -12,6 +12,7 @@ use git2::{Oid, Repository, RepositoryInitOptions, Signature};
 use serde_json::{Value, json};
 
 use crate::support::harness::{TestEnv, stderr, stdout};
+use crate::support::hub_cli::{skills as hermes, skills_ok as ok};
 use crate::support::mock_llm::{MockLlm, Reply};
 
 const FILE: i32 = 0o100644;
@@ -119,26 +120,6 @@ pub(super) fn commit_owned(up: &Upstream, files: &[(String, i32, Vec<u8>)]) -> O
         .map(|(p, m, b)| (p.as_str(), *m, b.as_slice()))
         .collect();
     up.commit(&borrowed)
-}
-
-fn hermes(env: &TestEnv, args: &[&str]) -> std::process::Output {
-    env.bare_cmd()
-        .env("HERMES_SKILLS_DEFAULT_TAPS", "0")
-        .arg("skills")
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn ok(env: &TestEnv, args: &[&str]) -> String {
-    let out = hermes(env, args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    stdout(&out)
 }
 
 pub(super) fn lock(env: &TestEnv) -> Value {

@@ -13,32 +13,10 @@ use super::skills_hub::{
 };
 use crate::support::closed_port::ClosedPort;
 use crate::support::harness::{TestEnv, stderr, stdout};
+use crate::support::hub_cli::{skills_ok as ok, skills_with_taps as hermes};
 use crate::support::mock_llm::{MockLlm, Reply};
 
 const FILE: i32 = 0o100644;
-
-fn hermes(env: &TestEnv, defaults: bool, args: &[&str]) -> std::process::Output {
-    env.bare_cmd()
-        .env(
-            "HERMES_SKILLS_DEFAULT_TAPS",
-            if defaults { "1" } else { "0" },
-        )
-        .arg("skills")
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn ok(env: &TestEnv, args: &[&str]) -> String {
-    let out = hermes(env, false, args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    stdout(&out)
-}
 
 fn tap_repos(env: &TestEnv, defaults: bool) -> Vec<(String, bool)> {
     let out = hermes(env, defaults, &["tap", "list", "--json"]);

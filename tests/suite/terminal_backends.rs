@@ -135,10 +135,31 @@ impl TestSshd {
             dir.path().join("authorized_keys"),
         )
         .map_err(|e| e.to_string())?;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(|e| e.to_string())?
-            .port();
+        // sshd cannot bind port 0 and say which port it got, so a free port is picked here and
+        // handed over. Another test's server may take it in between: then sshd fails to bind
+        // and exits, and merely connecting to the port would reach that other server. So this
+        // waits for sshd's own "Server listening" line and picks another port if it lost.
+        let mut lost = Vec::new();
+        for _ in 0..5 {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .map_err(|e| e.to_string())?
+                .port();
+            match Self::spawn(&dir, port)? {
+                Ok(child) => return Ok(TestSshd { child, dir, port }),
+                Err(why) => lost.push(why),
+            }
+        }
+        Err(format!("sshd could not bind a free port: {lost:?}"))
+    }
+
+    /// Starts sshd on `port`: `Ok(Ok(child))` once it listens, `Ok(Err(log))` if it exited
+    /// (the port was taken), `Err` if it cannot be tested at all.
+    fn spawn(
+        dir: &tempfile::TempDir,
+        port: u16,
+    ) -> Result<Result<std::process::Child, String>, String> {
+        use std::io::BufRead;
         let d = dir.path().display();
         let config = format!(
             "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n\
@@ -146,21 +167,41 @@ impl TestSshd {
              PermitRootLogin yes\nPidFile none\n"
         );
         std::fs::write(dir.path().join("sshd_config"), config).map_err(|e| e.to_string())?;
-        let child = std::process::Command::new(sshd)
+        let mut child = std::process::Command::new("/usr/sbin/sshd")
             .args(["-D", "-e", "-f"])
             .arg(dir.path().join("sshd_config"))
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
             .spawn()
             .map_err(|e| format!("cannot start sshd: {e}"))?;
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if Instant::now() > deadline {
-                return Err("sshd did not start listening".into());
+        // `-e` logs to stderr; a thread reads it to the end so sshd never blocks on the pipe.
+        let log = child.stderr.take().ok_or("sshd has no stderr")?;
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(log).lines() {
+                let Ok(line) = line else { break };
+                let _ = tx.send(line);
             }
-            std::thread::sleep(Duration::from_millis(20));
+        });
+        let listening = format!("Server listening on 127.0.0.1 port {port}.");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut seen = Vec::new();
+        loop {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(line) if line.contains(&listening) => return Ok(Ok(child)),
+                Ok(line) => seen.push(line),
+                // stderr closed: sshd exited (it could not bind).
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    let _ = child.wait();
+                    return Ok(Err(seen.join("\n")));
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!("sshd did not start listening: {seen:?}"));
+                }
+            }
         }
-        Ok(TestSshd { child, dir, port })
     }
 }
 

@@ -50,21 +50,39 @@ impl TestEnv {
         cmd
     }
 
-    /// A `std::process::Command` for a child the test signals itself (same environment as
-    /// [`TestEnv::cmd`], output piped).
-    pub fn spawnable(&self, base_url: &str, args: &[&str]) -> std::process::Command {
+    /// `hermes` as a `std::process::Command` the test drives itself (an MCP server over stdio, a
+    /// server whose address it reads): only `PATH`, `HOME` and `HERMES_HOME` from the
+    /// environment, run in the test's directory, no provider. `tokio::process::Command::from`
+    /// makes it async.
+    pub fn bare_process(&self) -> std::process::Command {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_hermes"));
         cmd.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", self.home.path())
             .env("HERMES_HOME", self.home.path())
-            .env("CUSTOM_BASE_URL", base_url)
-            .current_dir(self.cwd.path())
+            .current_dir(self.cwd.path());
+        cmd
+    }
+
+    /// A `std::process::Command` for a child the test signals itself (same environment as
+    /// [`TestEnv::cmd`], output piped).
+    pub fn spawnable(&self, base_url: &str, args: &[&str]) -> std::process::Command {
+        let mut cmd = self.bare_process();
+        cmd.env("CUSTOM_BASE_URL", base_url)
             .args(["--provider", "custom", "-m", "test-model"])
             .args(args)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
         cmd
+    }
+
+    /// `hermes ARGS` (no args: the REPL) running as a child with its stdin piped, for a test
+    /// that types into it; output piped as in [`TestEnv::spawnable`].
+    pub fn spawn_repl(&self, base_url: &str, args: &[&str]) -> std::process::Child {
+        self.spawnable(base_url, args)
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
     }
 
     /// Writes `$HERMES_HOME/config.yaml`.

@@ -6,6 +6,7 @@ pub mod closed_port;
 pub mod cross_check;
 pub mod fake_telegram;
 pub mod harness;
+pub mod hub_cli;
 pub mod mcp_http;
 pub mod mcp_servers;
 pub mod mcp_tools;

@@ -1,7 +1,7 @@
 //! Opening one MCP connection: a stdio server (`command`/`args`/`env`) spawned with the terminal's
 //! scrubbed environment plus the entry's own `env`, its stderr appended to
-//! `logs/mcp-<server>.log`, in its own process group under the terminal's supervisor (killed
-//! with hermes's handle, and with everything it started when hermes is SIGKILLed); or a
+//! `logs/mcp-<server>.log`, in its own process group under the terminal's supervisor (stopped
+//! with everything it started however its connection or hermes ends: `tree.rs`); or a
 //! Streamable HTTP server (`url`/`headers`) on hermes's rustls. Header values (often secrets
 //! expanded from `${VAR}`) are never logged or put in an error.
 
@@ -82,15 +82,11 @@ async fn stdio(
         Some(file) => Stdio::from(file),
         None => Stdio::null(),
     };
-    // Its own process group: a Ctrl-C in the terminal must not reach the server, and the
-    // transport's drop kills the whole group.
-    cmd.process_group(0);
-    // Killed when its connection is dropped, including when hermes exits mid-handshake.
-    cmd.kill_on_drop(true);
-    // And when hermes is SIGKILLed (no drop runs then): the terminal's supervisor kills the
-    // server and all it started. Without it a server that ignores EOF on stdin, or whatever it
-    // left in the background, outlived hermes.
-    crate::security::sandbox::supervise::install(&mut cmd);
+    // Its own process group (a Ctrl-C in the terminal must not reach the server) under the
+    // terminal's supervisor, which kills the server and all it started when the connection is
+    // stopped or dropped, when the server exits, and when hermes is SIGKILLed (tree.rs).
+    let mut cmd = process_wrap::tokio::CommandWrap::from(cmd);
+    cmd.wrap(super::tree::OwnTree);
     let (transport, _) = TokioChildProcess::builder(cmd)
         .stderr(stderr)
         .spawn()

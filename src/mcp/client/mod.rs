@@ -16,6 +16,7 @@ pub mod names;
 pub mod result;
 pub mod server;
 pub mod supervisor;
+pub mod tree;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -203,6 +204,32 @@ impl SessionMcp {
     pub fn tools(&self) -> crate::tools::ToolRegistry {
         self.catalog.snapshot()
     }
+
+    /// The `mcp-*` toolsets of these servers registered so far.
+    pub fn toolsets(&self) -> std::collections::BTreeSet<String> {
+        self.catalog.toolsets_with_prefix("mcp-")
+    }
+
+    /// Adds to `tools` the tools registered so far of these servers' `mcp-*` toolsets that
+    /// `wanted` accepts (a session's array; a delegated child's when it inherits them).
+    pub fn add_tools(
+        &self,
+        config: &Config,
+        tools: &mut crate::tools::ToolRegistry,
+        wanted: impl Fn(&str) -> bool,
+    ) {
+        let sets: Vec<String> = self.toolsets().into_iter().filter(|t| wanted(t)).collect();
+        let Ok(selected) = self.tools().select(config, &sets) else {
+            return;
+        };
+        for name in selected.names() {
+            if let Some(tool) = selected.get(name)
+                && let Err(e) = tools.register(tool.clone())
+            {
+                tracing::warn!(tool = name, error = %e, "a session MCP tool was not added");
+            }
+        }
+    }
 }
 
 /// A session's tools array, frozen now: the process's tools of `requested` toolsets (every
@@ -227,22 +254,7 @@ pub fn freeze_tools(
     let named_mcp = requested.iter().any(|t| t.starts_with("mcp-"));
     let wanted = |toolset: &str| !named_mcp || requested.iter().any(|t| t == toolset);
     if let Some(extra) = extra {
-        let theirs = extra.tools();
-        let sets: Vec<String> = extra
-            .catalog
-            .toolsets_with_prefix("mcp-")
-            .into_iter()
-            .filter(|t| wanted(t))
-            .collect();
-        if let Ok(selected) = theirs.select(config, &sets) {
-            for name in selected.names() {
-                if let Some(tool) = selected.get(name)
-                    && let Err(e) = tools.register(tool.clone())
-                {
-                    tracing::warn!(tool = name, error = %e, "a session MCP tool was not added");
-                }
-            }
-        }
+        extra.add_tools(config, &mut tools, wanted);
     }
     let present: std::collections::BTreeSet<String> = tools
         .names()

@@ -10,6 +10,10 @@
 //! process group and every descendant, round after round until none is left (a fork bomb races),
 //! then exits. When the shell exits normally it exits with the same status, leaving what the
 //! shell left running to the terminal tool as before (pipe grace, cgroup, process-group kill).
+//! A long-lived child that owns everything it starts (an MCP stdio server: `install_owning`)
+//! has its tree killed when it exits too, and `stop_tree` asks a live supervisor for the same
+//! kill at any time: that is how hermes stops such a child on a normal shutdown, a reload or an
+//! idle stop, with the guarantee a SIGKILL of hermes already had.
 //!
 //! Why a fork inside `pre_exec` rather than re-executing hermes as a hidden subcommand: it costs
 //! one fork instead of an exec and a runtime start, and it works wherever the library runs (its
@@ -31,21 +35,49 @@ const SCRATCH: usize = 32 * 1024;
 /// registered: the fork happens there, and the steps before it (cgroup, rlimits) then hold for
 /// both the supervisor and the command.
 pub fn install(cmd: &mut tokio::process::Command) {
+    install_with(cmd, false);
+}
+
+/// As `install`, for a command that owns what it starts: when it exits, the supervisor kills
+/// its process group and every descendant before exiting itself. The spawned process (the
+/// supervisor) must lead its own process group (`process_group(0)`), and the caller stops the
+/// tree with `stop_tree`, never with a SIGKILL of the supervisor (that kills only the command).
+pub fn install_owning(cmd: &mut tokio::process::Command) {
+    install_with(cmd, true);
+}
+
+fn install_with(cmd: &mut tokio::process::Command, kill_on_exit: bool) {
     // SAFETY: getpid has no preconditions.
     let hermes = unsafe { libc::getpid() };
     let mut scratch = vec![0u8; SCRATCH];
     // SAFETY: the closure runs in the forked child; it and `supervise` only make
     // async-signal-safe system calls on memory allocated before the fork.
     unsafe {
-        cmd.pre_exec(move || fork_supervisor(hermes, &mut scratch));
+        cmd.pre_exec(move || fork_supervisor(hermes, kill_on_exit, &mut scratch));
     }
+}
+
+/// Asks the supervisor `pid` (the process hermes spawned) to kill its whole tree and exit.
+/// The caller must know `pid` is its child not yet reaped (so the pid is not someone else's).
+/// Its signal is blocked from before the spawn returns, so it is never lost nor fatal.
+pub fn stop_tree(pid: u32) -> io::Result<()> {
+    let pid = libc::pid_t::try_from(pid).map_err(io::Error::other)?;
+    // SAFETY: kill with a plain pid and signal.
+    if unsafe { libc::kill(pid, DEATH_SIGNAL) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Forks: the child returns (and goes on to exec the command), the parent supervises it.
 ///
 /// # Safety
 /// Only in a freshly forked child, before exec.
-unsafe fn fork_supervisor(hermes: libc::pid_t, scratch: &mut [u8]) -> io::Result<()> {
+unsafe fn fork_supervisor(
+    hermes: libc::pid_t,
+    kill_on_exit: bool,
+    scratch: &mut [u8],
+) -> io::Result<()> {
     // SAFETY: fork in a single-threaded child (the pre_exec context).
     let command = unsafe { libc::fork() };
     if command < 0 {
@@ -66,14 +98,19 @@ unsafe fn fork_supervisor(hermes: libc::pid_t, scratch: &mut [u8]) -> io::Result
         return Ok(());
     }
     // SAFETY: the supervisor's side; never returns.
-    unsafe { supervise(command, hermes, scratch) }
+    unsafe { supervise(command, hermes, kill_on_exit, scratch) }
 }
 
-/// The supervisor's life: wait for the command, or kill the tree when hermes dies.
+/// The supervisor's life: wait for the command, or kill the tree when hermes dies (or asks).
 ///
 /// # Safety
 /// Only in a forked child: it closes descriptors and exits the process.
-unsafe fn supervise(command: libc::pid_t, hermes: libc::pid_t, scratch: &mut [u8]) -> ! {
+unsafe fn supervise(
+    command: libc::pid_t,
+    hermes: libc::pid_t,
+    kill_on_exit: bool,
+    scratch: &mut [u8],
+) -> ! {
     // SAFETY: plain system calls on local values (see the module doc).
     unsafe {
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
@@ -111,6 +148,9 @@ unsafe fn supervise(command: libc::pid_t, hermes: libc::pid_t, scratch: &mut [u8
             loop {
                 let pid = libc::waitpid(-1, &mut status, libc::WNOHANG);
                 if pid == command {
+                    if kill_on_exit {
+                        kill_tree(scratch);
+                    }
                     exit_like(status);
                 }
                 if pid <= 0 {
