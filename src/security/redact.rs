@@ -21,7 +21,7 @@
 //! (error bodies, the compaction transcript).
 
 use std::borrow::Cow;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use regex::Regex;
 
@@ -116,18 +116,28 @@ struct Shapes {
     triggers: Vec<(String, Shape)>,
     /// The search over `triggers` (built once per process).
     automaton: Option<Literals>,
-    prefixed: Vec<Regex>,
-    telegram: Regex,
-    bearer: Regex,
+    /// Each shape's regex, compiled the first time its trigger is met: most texts meet
+    /// none, and compiling all 25 up front cost every process ~1.5 ms at its first log line.
+    prefixed: Vec<OnceLock<Regex>>,
+    telegram: OnceLock<Regex>,
+    bearer: OnceLock<Regex>,
 }
+
+/// `pattern` compiled once into `slot`.
+fn compiled<'a>(slot: &'a OnceLock<Regex>, pattern: &str) -> &'a Regex {
+    // The patterns are fixed and tested: a failure is a programming error caught by tests.
+    slot.get_or_init(|| Regex::new(pattern).unwrap_or_else(|_| never_matches()))
+}
+
+const TELEGRAM: &str = r"^:AA[A-Za-z0-9_\-]{33}\b";
+const BEARER: &str = r"^(?i:bearer)\s+([A-Za-z0-9._~+/=\-]{12,})";
 
 static SHAPES: LazyLock<Shapes> = LazyLock::new(|| {
     let mut triggers = Vec::new();
     let mut prefixed = Vec::new();
-    for (i, (lit, re)) in PREFIXED.iter().enumerate() {
+    for (i, (lit, _)) in PREFIXED.iter().enumerate() {
         triggers.push((lit.to_string(), Shape::Prefixed(i)));
-        // The patterns are fixed and tested: a failure is a programming error caught by tests.
-        prefixed.push(Regex::new(re).unwrap_or_else(|_| never_matches()));
+        prefixed.push(OnceLock::new());
     }
     triggers.push((":AA".to_string(), Shape::Telegram));
     for word in case_variants("bearer") {
@@ -148,9 +158,8 @@ static SHAPES: LazyLock<Shapes> = LazyLock::new(|| {
         triggers,
         automaton,
         prefixed,
-        telegram: Regex::new(r"^:AA[A-Za-z0-9_\-]{33}\b").unwrap_or_else(|_| never_matches()),
-        bearer: Regex::new(r"^(?i:bearer)\s+([A-Za-z0-9._~+/=\-]{12,})")
-            .unwrap_or_else(|_| never_matches()),
+        telegram: OnceLock::new(),
+        bearer: OnceLock::new(),
     }
 });
 
@@ -393,7 +402,8 @@ fn shape_span(text: &str, start: usize, end: usize, shape: Shape) -> Option<(usi
             }
             // A PEM block may be long; other tokens are short.
             let limit = shape.scan_limit();
-            let m = shapes.prefixed[i].find(window(text, start, limit))?;
+            let m =
+                compiled(&shapes.prefixed[i], PREFIXED[i].1).find(window(text, start, limit))?;
             Some((start, start + m.end()))
         }
         Shape::Telegram => {
@@ -405,14 +415,15 @@ fn shape_span(text: &str, start: usize, end: usize, shape: Shape) -> Option<(usi
             if !(8..=10).contains(&n) || (digits > 0 && is_word_byte(bytes[digits - 1])) {
                 return None;
             }
-            let m = shapes.telegram.find(window(text, start, 64))?;
+            let m = compiled(&shapes.telegram, TELEGRAM).find(window(text, start, 64))?;
             Some((digits, start + m.end()))
         }
         Shape::Bearer => {
             if word_before {
                 return None;
             }
-            let caps = shapes.bearer.captures(window(text, start, TOKEN_WINDOW))?;
+            let caps =
+                compiled(&shapes.bearer, BEARER).captures(window(text, start, TOKEN_WINDOW))?;
             let token = caps.get(1)?;
             Some((start + token.start(), start + token.end()))
         }
