@@ -282,10 +282,11 @@ fn a_known_value_is_hidden_in_its_json_form_too() {
 fn every_token_shape_pattern_compiles() {
     // The regexes are compiled at the first trigger, so a broken one would only show as a
     // shape that never matches: check them all here.
-    for (literal, pattern) in PREFIXED.iter().map(|(l, p)| (*l, *p)).chain([
-        ("telegram", TELEGRAM),
-        ("bearer", BEARER),
-    ]) {
+    for (literal, pattern) in PREFIXED
+        .iter()
+        .map(|(l, p)| (*l, *p))
+        .chain([("telegram", TELEGRAM), ("bearer", BEARER)])
+    {
         assert!(
             regex::Regex::new(pattern).is_ok(),
             "the pattern for {literal} does not compile"

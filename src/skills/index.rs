@@ -142,79 +142,141 @@ fn render_screened(
             .push((skill, Shown::of(&skill.description, screen)));
     }
     let groups: Vec<Group> = groups.into_values().collect();
-    let mut shapes = vec![Shape::Full; groups.len()];
-    for &cap in DESCRIPTION_CAPS {
-        let text = wrap(&list(&groups, &shapes, cap));
-        if text.len() <= budget {
-            return text;
+    let frame = Frame::new();
+    // Showing descriptions only adds bytes, so when even the names do not fit no cap will:
+    // go straight to demoting categories (1,000 skills would otherwise be listed five times).
+    let names = Layout::new(&groups, Shape::Full, 0);
+    if frame.len(names.len()) <= budget {
+        for &cap in DESCRIPTION_CAPS {
+            let layout = Layout::new(&groups, Shape::Full, cap);
+            if frame.len(layout.len()) <= budget || cap == 0 {
+                return frame.wrap(&layout.text());
+            }
         }
     }
-    // Largest categories first: they save the most bytes per demotion.
+    // Largest categories first: they save the most bytes per demotion. Each group's text in
+    // each shape is made once; a try only sums lengths.
     let mut order: Vec<usize> = (0..groups.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(groups[i].skills.len()));
+    let mut layout = names;
     for shape in [Shape::NamesOnly, Shape::CountOnly] {
+        let demoted = Layout::new(&groups, shape, 0);
         for &i in &order {
-            shapes[i] = shape;
-            let text = wrap(&list(&groups, &shapes, 0));
-            if text.len() <= budget {
-                return text;
+            layout.parts[i] = demoted.parts[i].clone();
+            if frame.len(layout.len()) <= budget {
+                return frame.wrap(&layout.text());
             }
         }
     }
-    wrap(&list(&groups, &shapes, 0))
+    frame.wrap(&layout.text())
 }
 
-fn wrap(list: &str) -> String {
-    let env = minijinja::Environment::new();
-    let rendered = env
-        .template_from_str(TEMPLATE)
-        .and_then(|t| t.render(minijinja::context! { skills => list }));
-    match rendered {
-        Ok(text) => text,
-        // The template is ours and tested; if it ever fails, the bare list still helps.
-        Err(e) => {
-            tracing::error!(error = %e, "skills index template failed");
-            format!("# Skills\n<available_skills>\n{list}\n</available_skills>")
+/// The template around the list, rendered once: the list goes in verbatim, so the index's
+/// size is known from the list's length without rendering the template again.
+struct Frame {
+    head: String,
+    tail: String,
+}
+
+impl Frame {
+    fn new() -> Frame {
+        const MARK: &str = "\u{0}skills-index-list\u{0}";
+        let env = minijinja::Environment::new();
+        let rendered = env
+            .template_from_str(TEMPLATE)
+            .and_then(|t| t.render(minijinja::context! { skills => MARK }));
+        match rendered.as_deref().map(|text| text.split_once(MARK)) {
+            Ok(Some((head, tail))) => Frame {
+                head: head.to_string(),
+                tail: tail.to_string(),
+            },
+            // The template is ours and tested; if it ever fails, the bare list still helps.
+            other => {
+                if let Err(e) = other {
+                    tracing::error!(error = %e, "skills index template failed");
+                }
+                Frame {
+                    head: "# Skills\n<available_skills>\n".into(),
+                    tail: "\n</available_skills>".into(),
+                }
+            }
         }
+    }
+
+    fn len(&self, list_len: usize) -> usize {
+        self.head.len() + list_len + self.tail.len()
+    }
+
+    fn wrap(&self, list: &str) -> String {
+        format!("{}{list}{}", self.head, self.tail)
     }
 }
 
-fn list(groups: &[Group], shapes: &[Shape], cap: usize) -> String {
+/// The list as one text per category (in category order), trailing blanks trimmed at the end.
+struct Layout {
+    parts: Vec<String>,
+}
+
+impl Layout {
+    fn new(groups: &[Group], shape: Shape, cap: usize) -> Layout {
+        Layout {
+            parts: groups.iter().map(|g| group_text(g, shape, cap)).collect(),
+        }
+    }
+
+    /// The length of `text()`, without making it.
+    fn len(&self) -> usize {
+        let total: usize = self.parts.iter().map(String::len).sum();
+        let mut trailing = 0;
+        for part in self.parts.iter().rev() {
+            let kept = part.trim_end().len();
+            trailing += part.len() - kept;
+            if kept > 0 {
+                break;
+            }
+        }
+        total - trailing
+    }
+
+    fn text(&self) -> String {
+        self.parts.concat().trim_end().to_string()
+    }
+}
+
+fn group_text(group: &Group, shape: Shape, cap: usize) -> String {
     let mut out = String::new();
-    for (group, shape) in groups.iter().zip(shapes) {
-        match shape {
-            Shape::Full => {
-                match &group.description {
-                    Some(d) if cap > 0 && !d.is_empty() => {
-                        out.push_str(&format!("  {}: {}\n", group.name, d.at_most(cap)))
-                    }
-                    _ => out.push_str(&format!("  {}:\n", group.name)),
+    match shape {
+        Shape::Full => {
+            match &group.description {
+                Some(d) if cap > 0 && !d.is_empty() => {
+                    out.push_str(&format!("  {}: {}\n", group.name, d.at_most(cap)))
                 }
-                for (s, shown) in &group.skills {
-                    if cap == 0 || shown.is_empty() {
-                        out.push_str(&format!("    - {}\n", s.name));
-                    } else {
-                        out.push_str(&format!("    - {}: {}\n", s.name, shown.at_most(cap)));
-                    }
+                _ => out.push_str(&format!("  {}:\n", group.name)),
+            }
+            for (s, shown) in &group.skills {
+                if cap == 0 || shown.is_empty() {
+                    out.push_str(&format!("    - {}\n", s.name));
+                } else {
+                    out.push_str(&format!("    - {}: {}\n", s.name, shown.at_most(cap)));
                 }
             }
-            Shape::NamesOnly => {
-                let names: Vec<&str> = group.skills.iter().map(|(s, _)| s.name.as_str()).collect();
-                out.push_str(&format!(
-                    "  {} [names only]: {}\n",
-                    group.name,
-                    names.join(", ")
-                ));
-            }
-            Shape::CountOnly => out.push_str(&format!(
-                "  {} [{} skills; see skills_list(category=\"{}\")]\n",
-                group.name,
-                group.skills.len(),
-                group.name
-            )),
         }
+        Shape::NamesOnly => {
+            let names: Vec<&str> = group.skills.iter().map(|(s, _)| s.name.as_str()).collect();
+            out.push_str(&format!(
+                "  {} [names only]: {}\n",
+                group.name,
+                names.join(", ")
+            ));
+        }
+        Shape::CountOnly => out.push_str(&format!(
+            "  {} [{} skills; see skills_list(category=\"{}\")]\n",
+            group.name,
+            group.skills.len(),
+            group.name
+        )),
     }
-    out.trim_end().to_string()
+    out
 }
 
 /// One line, at most `cap` characters, cut at a word boundary with an ellipsis.
@@ -362,6 +424,78 @@ mod tests {
         let text = render(&scan.skills, &scan.categories, MAX_INDEX_BYTES);
         assert!(text.len() <= MAX_INDEX_BYTES, "{} bytes", text.len());
         assert!(text.contains("skills_list(category=\"cat-0\")"), "{text}");
+    }
+
+    /// The index as the first version chose it: every layout rendered in full, in turn,
+    /// through the template.
+    fn render_by_trying_every_layout(
+        skills: &[Arc<SkillInfo>],
+        categories: &BTreeMap<String, Option<String>>,
+        budget: usize,
+    ) -> String {
+        let mut groups: BTreeMap<&str, Group> = BTreeMap::new();
+        for skill in skills {
+            let cat = skill.category.as_deref().unwrap_or(UNCATEGORIZED);
+            groups
+                .entry(cat)
+                .or_insert_with(|| Group {
+                    name: cat,
+                    description: categories
+                        .get(cat)
+                        .and_then(|d| d.as_deref())
+                        .map(|d| Shown::of(d, &scan_reason)),
+                    skills: Vec::new(),
+                })
+                .skills
+                .push((skill, Shown::of(&skill.description, &scan_reason)));
+        }
+        let groups: Vec<Group> = groups.into_values().collect();
+        let wrap = |shapes: &[Shape], cap: usize| {
+            let list: String = groups
+                .iter()
+                .zip(shapes)
+                .map(|(g, s)| group_text(g, *s, cap))
+                .collect();
+            minijinja::Environment::new()
+                .template_from_str(TEMPLATE)
+                .unwrap()
+                .render(minijinja::context! { skills => list.trim_end() })
+                .unwrap()
+        };
+        let mut shapes = vec![Shape::Full; groups.len()];
+        for &cap in DESCRIPTION_CAPS {
+            let text = wrap(&shapes, cap);
+            if text.len() <= budget {
+                return text;
+            }
+        }
+        let mut order: Vec<usize> = (0..groups.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(groups[i].skills.len()));
+        for shape in [Shape::NamesOnly, Shape::CountOnly] {
+            for &i in &order {
+                shapes[i] = shape;
+                let text = wrap(&shapes, 0);
+                if text.len() <= budget {
+                    return text;
+                }
+            }
+        }
+        wrap(&shapes, 0)
+    }
+
+    #[test]
+    fn the_layout_is_the_one_trying_every_layout_in_turn_would_pick() {
+        for (n, desc_len) in [(3, 20), (40, 150), (120, 60), (400, 40)] {
+            let (_root, store) = store_with(n, desc_len);
+            let scan = store.scan();
+            for budget in [0, 800, 2_000, 4_000, MAX_INDEX_BYTES, 20_000, 100_000] {
+                assert_eq!(
+                    render(&scan.skills, &scan.categories, budget),
+                    render_by_trying_every_layout(&scan.skills, &scan.categories, budget),
+                    "{n} skills, budget {budget}"
+                );
+            }
+        }
     }
 
     #[test]
