@@ -37,7 +37,6 @@ fn generate(root: &Path, n: usize) {
             (i + 1) % n
         );
         std::fs::write(dir.join("SKILL.md"), text).unwrap();
-        age(&dir.join("SKILL.md"));
         if i % 10 == 0 {
             std::fs::create_dir_all(dir.join("references")).unwrap();
             std::fs::write(dir.join("references/notes.md"), "background notes\n").unwrap();
@@ -50,18 +49,21 @@ fn generate(root: &Path, n: usize) {
         )
         .unwrap();
     }
+    age(root);
 }
 
-/// Installed skills are not brand new (a SKILL.md changed in the last seconds is never trusted
-/// on size and mtime, so a fresh one is re-parsed by every process).
+/// Installed skills are not brand new: every file and directory below `path` is dated an hour
+/// back. (A file or directory changed in the last seconds is never trusted on its size and
+/// mtime, so a fresh tree would be re-read by every process, as it must be right after an edit.)
 fn age(path: &Path) {
     let t = std::time::SystemTime::now() - Duration::from_secs(3_600);
-    std::fs::File::options()
-        .write(true)
-        .open(path)
-        .unwrap()
-        .set_modified(t)
-        .unwrap();
+    if path.is_dir() {
+        for entry in std::fs::read_dir(path).unwrap() {
+            age(&entry.unwrap().path());
+        }
+    }
+    // Children first: dating a child does not touch its directory's mtime, creating one does.
+    std::fs::File::open(path).unwrap().set_modified(t).unwrap();
 }
 
 fn main() {
@@ -166,6 +168,10 @@ fn per_process(home: &Path) {
         cpu.borrow_mut().push(children_cpu() - before);
         elapsed
     };
+    // The bundled skills a first start copies in are installed too: copy them, date the tree,
+    // then measure from a home without an index.
+    list_once();
+    age(&home.join("skills"));
     let _ = std::fs::remove_file(&index);
     let cold = list_once();
     cpu.borrow_mut().clear();
