@@ -315,10 +315,12 @@ async fn listen(
             } => preview.discard(),
             AgentEvent::ApprovalNeeded { request, respond } => {
                 let timeout = ctx.settings.approval_timeout;
-                let reasons = request.reasons.join("; ");
+                // The chat is another service: a token in the command must not reach it.
+                let redactor = &ctx.services.shield.redactor;
+                let reasons = redactor.redact_string(request.reasons.join("; "));
                 let text = format!(
                     "⚠️ Approval needed to run:\n{}\nReason: {reasons}\nReply /approve or /deny within {}s (no answer = deny).",
-                    request.command,
+                    redactor.redact(&request.command),
                     timeout.as_secs()
                 );
                 let options = SendOptions {

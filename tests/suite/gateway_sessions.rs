@@ -180,6 +180,36 @@ fn dangerous_command_waits_for_approve_and_deny_or_timeout_refuse() {
 }
 
 #[test]
+fn an_approval_question_in_the_chat_shows_no_secret() {
+    let token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+    let mut gw = Gw::new([
+        Reply::tool_call(
+            "c1",
+            "terminal",
+            json!({"command": format!("rm -rf build && echo {token}")}),
+        ),
+        Reply::text("after deny"),
+    ]);
+    gw.config("approvals:\n  timeout: 5\n");
+    gw.start();
+    gw.tg.push_text(42, "clean up");
+    let sends = gw.tg.wait_sends(WAIT, |s| {
+        s.iter().any(|m| m.text.contains("Approval needed"))
+    });
+    let question = sends
+        .iter()
+        .find(|m| m.text.contains("Approval needed"))
+        .map(|m| m.text.clone())
+        .unwrap_or_default();
+    assert!(question.contains("rm -rf build"), "{question}");
+    assert!(question.contains("[REDACTED]"), "{question}");
+    assert!(!question.contains(token), "{question}");
+    gw.tg.push_text(42, "/deny");
+    gw.tg
+        .wait_sends(WAIT, |s| s.iter().any(|m| m.text == "after deny"));
+}
+
+#[test]
 fn idle_session_is_evicted_and_resumed_from_state_db() {
     let mut gw = Gw::new([Reply::text("first answer"), Reply::text("second answer")]);
     gw.config("gateway:\n  session_idle_seconds: 1\n");
