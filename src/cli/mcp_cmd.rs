@@ -295,6 +295,7 @@ fn remove(config: &Config, name: &str) -> Result<u8, CliError> {
         ))
     })?;
     crate::cli::config_cmd::write_checked(&config.home, &new)?;
+    crate::mcp::client::known::forget(config, name);
     eprintln!(
         "removed MCP server `{name}` from {}",
         config.home.config_path().display()

@@ -61,10 +61,23 @@ fn add_list_remove_keep_comments_and_refuse_bad_input() {
         text
     );
 
+    // Tool lists kept for `gh` (any fingerprint) go with it; another server's stay.
+    let cache = env.home_path().join("cache/mcp");
+    std::fs::create_dir_all(&cache).unwrap();
+    for file in [
+        "gh.0123456789abcdef.json",
+        "gh.json",
+        "web.0123456789abcdef.json",
+    ] {
+        std::fs::write(cache.join(file), "{}").unwrap();
+    }
     env.bare_cmd()
         .args(["mcp", "remove", "gh"])
         .assert()
         .success();
+    assert!(!cache.join("gh.0123456789abcdef.json").exists());
+    assert!(!cache.join("gh.json").exists());
+    assert!(cache.join("web.0123456789abcdef.json").exists());
     let after = std::fs::read_to_string(env.home_path().join("config.yaml")).unwrap();
     assert!(!after.contains("gh:") && after.contains("web:"), "{after}");
     assert!(after.starts_with("# my settings\n"), "{after}");

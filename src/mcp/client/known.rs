@@ -8,7 +8,8 @@
 //! fingerprint is in the file name too: two servers sharing a name (an editor's per-session one
 //! and a config one) each keep their own list instead of overwriting each other's. A list saved
 //! under the name alone (`<server>.json`, before) is still read when its fingerprint matches, and
-//! removed once the list is saved under the new name.
+//! removed once the list is saved under the new name. At most `KEEP_PER_NAME` lists are kept per
+//! name (the most recently written), and `hermes mcp remove` forgets all of a server's lists.
 
 use std::path::PathBuf;
 
@@ -117,11 +118,120 @@ pub fn save(
     if read(&legacy, server, entry).is_some() {
         let _ = std::fs::remove_file(&legacy);
     }
+    prune(config, server, KEEP_PER_NAME);
+}
+
+/// Lists kept per server name: an editor's server and a config server may share a name, and
+/// a command changed back and forth should not wait twice; older lists (a command edited
+/// many times) go.
+const KEEP_PER_NAME: usize = 4;
+
+/// The cache files of `server` (every fingerprint, and the list kept by name alone).
+fn files_of(config: &Config, server: &str) -> Vec<PathBuf> {
+    let name = super::names::sanitize(server);
+    let Ok(entries) = std::fs::read_dir(dir(config)) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let Some(stem) = p
+                .file_name()
+                .and_then(|f| f.to_str()?.strip_suffix(".json"))
+            else {
+                return false;
+            };
+            match stem.rsplit_once('.') {
+                Some((prefix, hash)) => {
+                    prefix == name
+                        && hash.len() == 16
+                        && hash.bytes().all(|b| b.is_ascii_hexdigit())
+                }
+                None => stem == name,
+            }
+        })
+        .collect()
+}
+
+/// Removes all but the `keep` most recently written lists of `server`.
+fn prune(config: &Config, server: &str, keep: usize) {
+    let mut files: Vec<(std::time::SystemTime, PathBuf)> = files_of(config, server)
+        .into_iter()
+        .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+        .collect();
+    if files.len() <= keep {
+        return;
+    }
+    files.sort_by(|a, b| b.0.cmp(&a.0));
+    for (_, old) in files.into_iter().skip(keep) {
+        let _ = std::fs::remove_file(old);
+    }
+}
+
+/// Forgets every list kept for `server` (`hermes mcp remove`). Names that sanitise alike
+/// (`a-b`, `a_b`) share files: the other server only waits for its list once more.
+pub fn forget(config: &Config, server: &str) {
+    for file in files_of(config, server) {
+        if let Err(e) = std::fs::remove_file(&file) {
+            tracing::warn!(server, path = %file.display(), error = %e, "cannot remove an MCP tool list cache");
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lists_of_a_name_are_capped_and_forgotten_with_the_server() {
+        let home = tempfile::tempdir().unwrap();
+        let config = Config::defaults(
+            crate::config::HermesHome::new(home.path()),
+            crate::config::EnvVars::default(),
+        );
+        let entry = |cmd: &str| McpServerConfig {
+            command: Some(cmd.into()),
+            ..Default::default()
+        };
+        let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3_600);
+        for i in 0..6 {
+            save(
+                &config,
+                "t",
+                &entry(&format!("v{i}")),
+                &[],
+                &serde_json::json!({}),
+            );
+            // Older saves are older on disk too, whatever the clock's resolution.
+            let file = path(&config, "t", &entry(&format!("v{i}")));
+            if file.exists() {
+                let age = long_ago + std::time::Duration::from_secs(i);
+                std::fs::File::options()
+                    .write(true)
+                    .open(&file)
+                    .unwrap()
+                    .set_modified(age)
+                    .unwrap();
+            }
+        }
+        save(&config, "other", &entry("x"), &[], &serde_json::json!({}));
+        assert_eq!(files_of(&config, "t").len(), KEEP_PER_NAME);
+        assert!(
+            load(&config, "t", &entry("v5")).is_some(),
+            "the newest stays"
+        );
+        assert!(
+            load(&config, "t", &entry("v0")).is_none(),
+            "the oldest goes"
+        );
+        forget(&config, "t");
+        assert!(files_of(&config, "t").is_empty());
+        assert!(
+            load(&config, "other", &entry("x")).is_some(),
+            "another server's list stays"
+        );
+    }
 
     #[test]
     fn fingerprint_follows_the_command_not_secret_values() {
