@@ -163,7 +163,7 @@ fn prune(config: &Config, server: &str, keep: usize) {
     if files.len() <= keep {
         return;
     }
-    files.sort_by(|a, b| b.0.cmp(&a.0));
+    files.sort_by_key(|f| std::cmp::Reverse(f.0));
     for (_, old) in files.into_iter().skip(keep) {
         let _ = std::fs::remove_file(old);
     }
