@@ -119,12 +119,12 @@ pub fn render_for(
     render_screened(skills, categories, budget, &|text| store.screen(text))
 }
 
-fn render_screened(
-    skills: &[Arc<SkillInfo>],
-    categories: &BTreeMap<String, Option<String>>,
-    budget: usize,
+/// The skills by category (in category order), each description screened once.
+fn group<'a>(
+    skills: &'a [Arc<SkillInfo>],
+    categories: &'a BTreeMap<String, Option<String>>,
     screen: Screen,
-) -> String {
+) -> Vec<Group<'a>> {
     let mut groups: BTreeMap<&str, Group> = BTreeMap::new();
     for skill in skills {
         let cat = skill.category.as_deref().unwrap_or(UNCATEGORIZED);
@@ -141,7 +141,16 @@ fn render_screened(
             .skills
             .push((skill, Shown::of(&skill.description, screen)));
     }
-    let groups: Vec<Group> = groups.into_values().collect();
+    groups.into_values().collect()
+}
+
+fn render_screened(
+    skills: &[Arc<SkillInfo>],
+    categories: &BTreeMap<String, Option<String>>,
+    budget: usize,
+    screen: Screen,
+) -> String {
+    let groups = group(skills, categories, screen);
     let frame = Frame::new();
     // Showing descriptions only adds bytes, so when even the names do not fit no cap will:
     // go straight to demoting categories (1,000 skills would otherwise be listed five times).
@@ -433,23 +442,7 @@ mod tests {
         categories: &BTreeMap<String, Option<String>>,
         budget: usize,
     ) -> String {
-        let mut groups: BTreeMap<&str, Group> = BTreeMap::new();
-        for skill in skills {
-            let cat = skill.category.as_deref().unwrap_or(UNCATEGORIZED);
-            groups
-                .entry(cat)
-                .or_insert_with(|| Group {
-                    name: cat,
-                    description: categories
-                        .get(cat)
-                        .and_then(|d| d.as_deref())
-                        .map(|d| Shown::of(d, &scan_reason)),
-                    skills: Vec::new(),
-                })
-                .skills
-                .push((skill, Shown::of(&skill.description, &scan_reason)));
-        }
-        let groups: Vec<Group> = groups.into_values().collect();
+        let groups = group(skills, categories, &scan_reason);
         let wrap = |shapes: &[Shape], cap: usize| {
             let list: String = groups
                 .iter()
